@@ -1,0 +1,268 @@
+"""Frozen value types shared by every layer.
+
+A decision is a value (seed 001): the board and the fleet are read once into these types, a pure
+function turns them into a plan, and only then does anything act. Nothing here does I/O; every
+timestamp is a timezone-aware UTC ``datetime`` with microseconds, because ordering markers, events and
+pull requests by time is how completion is attributed (D16).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+
+def utc(ts: datetime) -> datetime:
+    """Return ``ts`` as an aware UTC datetime (naive input is taken to be UTC already)."""
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def iso(ts: datetime | None) -> str | None:
+    """Render a timestamp the way the board stores it: ISO 8601, microseconds, ``+00:00``."""
+    return None if ts is None else utc(ts).isoformat(timespec="microseconds")
+
+
+def parse_iso(text: str | None) -> datetime | None:
+    """Parse what :func:`iso` wrote (and GitHub's ``Z`` suffix)."""
+    if text is None or text == "":
+        return None
+    return utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+class IssueState(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class StateReason(StrEnum):
+    """Why an issue is closed: GitHub's ``state_reason`` values for a closed issue."""
+
+    COMPLETED = "completed"
+    NOT_PLANNED = "not_planned"
+
+
+class Status(StrEnum):
+    """The board's single-select Status field. Predicate 1 reads this field, never a label."""
+
+    TODO = "Todo"
+    IN_PROGRESS = "In progress"
+    DONE = "Done"
+
+
+class EventKind(StrEnum):
+    OPENED = "opened"
+    CLOSED = "closed"
+    REOPENED = "reopened"
+    LABELED = "labeled"
+    UNLABELED = "unlabeled"
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    author: str
+    body: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    at: datetime
+    actor: str = ""
+    detail: str = ""  # the label for labeled/unlabeled, the state reason for closed
+
+
+@dataclass(frozen=True)
+class IssueRef:
+    """Another issue as this one sees it: a parent, a blocker or a sub-issue."""
+
+    number: int
+    state: IssueState
+    repository: str = ""  # "" = the board's own repository
+
+
+@dataclass(frozen=True)
+class Issue:
+    number: int
+    title: str
+    body: str = ""
+    state: IssueState = IssueState.OPEN
+    state_reason: StateReason | None = None
+    labels: tuple[str, ...] = ()
+    assignees: tuple[str, ...] = ()
+    status: str | None = Status.TODO.value
+    lane: str | None = None
+    parent: IssueRef | None = None
+    blocked_by: tuple[IssueRef, ...] = ()
+    sub_issues: tuple[IssueRef, ...] = ()
+    comments: tuple[Comment, ...] = ()
+    events: tuple[Event, ...] = ()
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    closed_at: datetime | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.state is IssueState.OPEN
+
+    @property
+    def open_blockers(self) -> tuple[int, ...]:
+        return tuple(b.number for b in self.blocked_by if b.state is IssueState.OPEN)
+
+    @property
+    def open_sub_issues(self) -> tuple[int, ...]:
+        return tuple(s.number for s in self.sub_issues if s.state is IssueState.OPEN)
+
+
+class PRState(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+    MERGED = "merged"
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    title: str
+    body: str
+    branch: str
+    state: PRState
+    merged: bool
+    created_at: datetime
+    merged_at: datetime | None = None
+    repository: str = ""  # "" = the board's own repository; anything else cannot close our issue
+    author: str = ""
+
+
+class CIState(StrEnum):
+    """The target's CI on main. UNKNOWN is never treated as red (check 7)."""
+
+    GREEN = "green"
+    RED = "red"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Mention:
+    id: int
+    issue: int
+    author: str
+    body: str
+    created_at: datetime
+    read: bool = False
+
+
+@dataclass(frozen=True)
+class Halt:
+    """A kill switch that is on. ``source`` is 'file' or 'issue' (two switches, two names, D20)."""
+
+    source: str
+    reason: str | None  # None = the setter recorded no reason; it still halts
+    since: datetime | None  # file mtime, or the halt issue's creation time
+    author: str | None = None
+    where: str = ""  # the file path, or "#N"
+
+
+class CapacitySource(StrEnum):
+    """Two kinds of dark with opposite remedies (D8): a clock clears one, never the other."""
+
+    RATE_LIMIT = "rate_limit"
+    REVOKED = "revoked"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A worker's capacity state file: present = dark."""
+
+    source: CapacitySource
+    reset_at: datetime | None  # the provider's stated reset; None = unknown, never fabricated
+    evidence: str
+    written_at: datetime | None = None
+    issue: int | None = None
+
+
+class Reach(StrEnum):
+    """The answer of check 8's three-token probe; UNREACHABLE covers 'no token came back'."""
+
+    OK = "ok"
+    UNREACHABLE = "unreachable"
+    NO_PERMISSION = "no-permission"
+    NO_RUNNER = "no-runner"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A live (or lingering) supervised unit ``task-<issue>`` on one worker under one master."""
+
+    issue: int
+    worker: str
+    master: str
+    state: str  # supervisor's ActiveState: active, activating, deactivating, failed, ...
+    start_us: int  # monotonic start, microseconds (D4 repair orders by it)
+    started_at: datetime | None = None  # wall clock, for humans and cross-host comparison
+
+    @property
+    def name(self) -> str:
+        return f"task-{self.issue}"
+
+    @property
+    def live(self) -> bool:
+        return self.state in {"active", "activating", "reloading", "deactivating"}
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    """One worker as this cycle's probe saw it."""
+
+    name: str
+    lane: str
+    reach: Reach
+    capacity: Capacity | None = None
+    units: tuple[Unit, ...] = ()
+    detail: str = ""  # why it is unreachable, in the probe's words
+
+    @property
+    def reachable(self) -> bool:
+        return self.reach is Reach.OK
+
+    @property
+    def dark(self) -> bool:
+        return self.capacity is not None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The fleet policy the pure decisions need (a projection of the inventory)."""
+
+    hold_labels: tuple[str, ...] = ("hold",)
+    fixture_label: str = "fleet-fixture"
+    do_not_dispatch: str = "[do-not-dispatch]"
+    attempt_cap: int = 3
+    retry_backoffs_s: tuple[int, ...] = (30, 120, 480)
+    reaper_threshold_s: int = 3600
+    halt_title: str = "HALT FLEET"
+    identity: str = "fleet"
+    timer_period_s: int = 300
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one cycle knows, frozen: the board page, the fleet probe, the halts, and now."""
+
+    now: datetime
+    issues: tuple[Issue, ...]
+    workers: tuple[WorkerView, ...]
+    policy: Policy = field(default_factory=Policy)
+    halts: tuple[Halt, ...] = ()
+    board_error: str | None = None  # the queue could not be read: fail closed for --apply (D5)
+
+    def issue(self, number: int) -> Issue | None:
+        for item in self.issues:
+            if item.number == number:
+                return item
+        return None
+
+    def live_units(self, issue: int) -> tuple[Unit, ...]:
+        return tuple(u for w in self.workers for u in w.units if u.issue == issue and u.live)
