@@ -222,6 +222,7 @@ class WorkerView:
     capacity: Capacity | None = None
     units: tuple[Unit, ...] = ()
     detail: str = ""  # why it is unreachable, in the probe's words
+    path: str = ""  # the worker's PATH after repair (check 0), handed to units explicitly (D3)
 
     @property
     def reachable(self) -> bool:
@@ -266,3 +267,52 @@ class Snapshot:
 
     def live_units(self, issue: int) -> tuple[Unit, ...]:
         return tuple(u for w in self.workers for u in w.units if u.issue == issue and u.live)
+
+
+# -- the plan: what one cycle decided, as a value (seed 001) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Launch ``issue`` on ``worker``; ``why`` says why that worker (lane first, then any healthy)."""
+
+    issue: int
+    worker: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An open issue that is not moving, with the predicate that holds it and its named state."""
+
+    issue: int
+    predicate: int  # 0 = a kill switch; 1..11 = seed 003's predicates
+    state: str  # the operator's word: halted, running, parked, blocked, held, dark, ...
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    dispatch: tuple[Dispatch, ...] = ()
+    waiting: tuple[Waiting, ...] = ()
+    tombstones: tuple[int, ...] = ()
+    halts: tuple[Halt, ...] = ()
+    board_error: str | None = None
+
+    def is_noop(self) -> bool:
+        return not self.dispatch
+
+    def reason_for(self, issue: int) -> Waiting | None:
+        return next((w for w in self.waiting if w.issue == issue), None)
+
+    def summary(self) -> str:
+        """One line for the journal: counts per bucket and per state."""
+        states: dict[str, int] = {}
+        for w in self.waiting:
+            states[w.state] = states.get(w.state, 0) + 1
+        held = " ".join(f"{k}={v}" for k, v in sorted(states.items()))
+        head = f"dispatch={len(self.dispatch)} waiting={len(self.waiting)}"
+        extra = f" tombstones={len(self.tombstones)}" if self.tombstones else ""
+        halt = " HALTED" if self.halts else ""
+        err = " BOARD-UNREADABLE" if self.board_error else ""
+        return f"{head}{extra}{halt}{err}" + (f" [{held}]" if held else "")

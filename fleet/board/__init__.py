@@ -1,0 +1,29 @@
+"""The queue and the forge behind one Protocol (see ``base.py``); ``open_board`` picks the backend."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fleet.board.base import Board, BoardError, BoardPage, BoardUnreadable, BoardWriteError
+
+if TYPE_CHECKING:
+    from fleet.inventory import Inventory
+
+__all__ = ["Board", "BoardError", "BoardPage", "BoardUnreadable", "BoardWriteError", "open_board"]
+
+
+def open_board(inv: Inventory, *, create: bool = False) -> Board:
+    """The board the inventory names. ``create`` makes the embedded board and origin if missing."""
+    cfg = inv.board
+    if cfg.kind == "github":
+        import os
+
+        from fleet.board.github import GitHubBoard
+
+        return GitHubBoard.from_env(cfg, os.environ)
+    from fleet.board.local import LocalBoard
+
+    assert cfg.path is not None and cfg.origin is not None  # the inventory validates this
+    if create or not cfg.path.exists():
+        return LocalBoard.create(cfg.path, cfg.origin, identity=cfg.identity)
+    return LocalBoard(cfg.path, cfg.origin, identity=cfg.identity)

@@ -1,0 +1,282 @@
+"""A stand-in coding agent: does real git work against the local forge and prints what a real agent
+CLI prints, so the runner, the demo and the tests exercise every outcome without a model.
+
+Run as ``python -m fleet.agents.demo`` with the run's worktree as cwd. It reads:
+
+``FLEET_ISSUE``        the issue number
+``FLEET_BOARD_PATH``   the SQLite board (``fleet.board.local.LocalBoard``)
+``FLEET_ORIGIN``       the bare origin the worktree's ``origin`` remote points at
+``FLEET_RESULTS``      the results file (D17): where a structured blocker goes
+``FLEET_RUN_ID``       this run's id: names the topic branch, so two runs never share one
+``FLEET_BRIEF``        the rendered brief; read and acknowledged, as a real agent would
+
+Default behaviour is an honest success: edit ``notes/issue-<N>.md``, commit, push the topic branch
+by name, open a PR whose body closes the issue, merge it, then print chatter and ONE result envelope
+shaped like ``claude -p --output-format json`` (notes/agent-facts.md) and exit 0.
+
+A ``demo:<mode>`` label on the issue selects a fault, each one a real-world failure the runner must
+name distinctly (D20): ``rate-limit``, ``rate-limit-unknown``, ``revoked``, ``transient`` (no
+envelope: failed before the first turn, D7), ``crash``, ``hang`` (with a child process, so a
+tree-kill can be observed, D3), ``no-op``, ``pr-open``, ``blocker`` and ``garbled``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleet.board.local import LocalBoard
+from fleet.model import Issue
+
+MODE_PREFIX = "demo:"
+
+# How long the hang mode sleeps (seconds) when nothing kills it. It exists to be killed by the
+# supervisor's stop or run time limit; the bound only stops a leaked demo from living forever.
+HANG_S = int(os.environ.get("FLEET_DEMO_HANG_S", "3600"))
+
+# The identity the demo commits as: a fixed, obviously fake address (RFC 2606 reserves .invalid).
+GIT_IDENTITY = ("-c", "user.name=fleet demo agent", "-c", "user.email=demo-agent@fleet.invalid")
+
+EXIT_USAGE = 2  # the environment the runner owes the agent is missing: nothing was attempted
+
+
+@dataclass(frozen=True)
+class Run:
+    issue: Issue
+    board: LocalBoard
+    run_id: str
+    results: Path | None
+    started: float
+
+    @property
+    def number(self) -> int:
+        return self.issue.number
+
+    @property
+    def branch(self) -> str:
+        return f"fleet/issue-{self.number}-{self.run_id}"
+
+
+# -- what a real CLI prints ---------------------------------------------------------------------
+
+
+def _say(line: str, *, err: bool = True) -> None:
+    stream = sys.stderr if err else sys.stdout
+    print(line, file=stream, flush=True)
+
+
+def _chatter(run: Run) -> None:
+    """Noise around the envelope, as a merged stdout+stderr capture really holds (D7)."""
+    _say(f"[demo] session for issue #{run.number}, run {run.run_id}")
+    _say("[demo] config {loaded from env", err=False)  # a stray brace the envelope scan must skip
+    _say("[demo] tools: bash, edit, git", err=False)
+
+
+def _envelope(run: Run, *, result: str, turns: int, **fields: object) -> None:
+    """Print ONE result envelope as the last thing on stdout."""
+    elapsed = int((time.monotonic() - run.started) * 1000)
+    envelope: dict[str, object] = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "duration_ms": elapsed,
+        "duration_api_ms": elapsed,
+        "num_turns": turns,
+        "session_id": str(uuid.uuid4()),
+        "result": result,
+        "stop_reason": "end_turn",
+        "total_cost_usd": 0.0,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "permission_denials": [],
+        "errors": [],
+        "api_error_status": None,
+        "terminal_reason": "completed",
+    }
+    envelope.update(fields)
+    _say(json.dumps(envelope), err=False)
+
+
+# -- real work ---------------------------------------------------------------------------------
+
+
+def _git(*args: str) -> None:
+    subprocess.run(["git", *GIT_IDENTITY, *args], check=True, stdout=sys.stderr)
+
+
+def _edit(run: Run) -> Path:
+    note = Path("notes") / f"issue-{run.number}.md"
+    note.parent.mkdir(exist_ok=True)
+    with note.open("a", encoding="utf-8") as fh:
+        fh.write(f"- run {run.run_id}: {run.issue.title}\n")
+    return note
+
+
+def _ship(run: Run, *, merge: bool) -> int:
+    """Edit, commit, push the topic branch by name, open the PR, and merge it if asked."""
+    note = _edit(run)
+    _git("add", "--", str(note))
+    _git("commit", "-q", "-m", f"notes: issue {run.number} ({run.run_id})")
+    _git("push", "-q", "origin", f"HEAD:refs/heads/{run.branch}")
+    body = f"Closes #{run.number}\n\nRun {run.run_id} wrote {note}."
+    pr = run.board.create_pr(run.branch, run.issue.title, body, author="agent")
+    _chatter(run)
+    if not merge:
+        _envelope(run, result=f"Opened PR #{pr.number}; not merged.", turns=4)
+        return 0
+    pr = run.board.merge_pr(pr.number, merged_by="agent")
+    _envelope(run, result=f"PR #{pr.number} merged for issue {run.number}.", turns=6)
+    return 0
+
+
+# -- the modes ---------------------------------------------------------------------------------
+
+
+def _default(run: Run) -> int:
+    return _ship(run, merge=True)
+
+
+def _pr_open(run: Run) -> int:
+    return _ship(run, merge=False)
+
+
+def _no_op(run: Run) -> int:
+    _chatter(run)
+    _envelope(run, result="Nothing to change: the issue is already satisfied.", turns=2)
+    return 0
+
+
+def _limit(run: Run, text: str) -> int:
+    _chatter(run)
+    _envelope(
+        run,
+        result=text,
+        turns=1,
+        is_error=True,
+        api_error_status=429,
+        terminal_reason="api_error",
+        stop_reason=None,
+    )
+    return 1
+
+
+def _revoked(run: Run) -> int:
+    _chatter(run)
+    _say(
+        '{"type":"system","subtype":"api_retry","error_status":401,"error":"authentication_failed"}'
+    )
+    _envelope(
+        run,
+        result="OAuth token revoked · Please run /login",
+        turns=0,
+        is_error=True,
+        api_error_status=401,
+        terminal_reason="api_error",
+        stop_reason=None,
+    )
+    return 1
+
+
+def _transient(run: Run) -> int:
+    _say(f"[demo] session for issue #{run.number}, run {run.run_id}")
+    for _ in range(2):
+        _say(
+            'API Error: 529 {"type":"error","error":{"type":"overloaded_error",'
+            '"message":"Overloaded"}}'
+        )
+    return 1
+
+
+def _crash(run: Run) -> int:
+    _chatter(run)
+    _edit(run)
+    raise RuntimeError(f"demo crash while working on issue {run.number}")
+
+
+def _hang(run: Run) -> int:
+    _chatter(run)
+    child = subprocess.Popen(["sleep", str(HANG_S)])
+    _say(f"[demo] hanging; child sleep pid {child.pid}, own pid {os.getpid()}")
+    time.sleep(HANG_S)
+    return 1
+
+
+def _blocker(run: Run) -> int:
+    _chatter(run)
+    needs = list(run.issue.open_blockers)
+    blocker = {"reason": "demo: an input this issue needs does not exist yet", "needs": needs}
+    if run.results is None:
+        _say("[demo] FLEET_RESULTS is not set: cannot declare the blocker")
+        return EXIT_USAGE
+    run.results.parent.mkdir(parents=True, exist_ok=True)
+    run.results.write_text(json.dumps({"blocker": blocker}) + "\n", encoding="utf-8")
+    _envelope(run, result="Blocked: declared in the results file.", turns=3)
+    return 0
+
+
+def _garbled(run: Run) -> int:
+    _chatter(run)
+    _say(
+        '{"type":"result","subtype":"success","is_error":false,"num_turns":5,"result":"Done, op',
+        err=False,
+    )
+    return 0
+
+
+MODES: dict[str, Callable[[Run], int]] = {
+    "default": _default,
+    "no-op": _no_op,
+    "pr-open": _pr_open,
+    "rate-limit": lambda run: _limit(run, "You've hit your limit · resets 3pm (Europe/Lisbon)"),
+    "rate-limit-unknown": lambda run: _limit(run, "You've hit your session limit"),
+    "revoked": _revoked,
+    "transient": _transient,
+    "crash": _crash,
+    "hang": _hang,
+    "blocker": _blocker,
+    "garbled": _garbled,
+}
+
+
+def mode_of(issue: Issue) -> str:
+    """The first ``demo:<mode>`` label naming a known mode; ``default`` when there is none."""
+    for label in issue.labels:
+        if label.startswith(MODE_PREFIX) and label[len(MODE_PREFIX) :] in MODES:
+            return label[len(MODE_PREFIX) :]
+    return "default"
+
+
+def main() -> int:
+    started = time.monotonic()
+    env = os.environ
+    missing = [k for k in ("FLEET_ISSUE", "FLEET_BOARD_PATH", "FLEET_ORIGIN") if not env.get(k)]
+    if missing or not env.get("FLEET_ISSUE", "").isdigit():
+        _say(f"demo agent: missing or bad environment: {', '.join(missing) or 'FLEET_ISSUE'}")
+        return EXIT_USAGE
+    brief = env.get("FLEET_BRIEF")
+    if brief and Path(brief).is_file():
+        first = Path(brief).read_text(encoding="utf-8").splitlines()[:1]
+        _say(f"[demo] brief read: {first[0] if first else '(empty)'}")
+    else:
+        _say(f"[demo] no brief at {brief!r}; working from the issue alone")
+    board = LocalBoard(Path(env["FLEET_BOARD_PATH"]), Path(env["FLEET_ORIGIN"]))
+    try:
+        issue = board.issue(int(env["FLEET_ISSUE"]))
+        if issue is None:
+            _say(f"demo agent: issue #{env['FLEET_ISSUE']} is not on the board")
+            return 1
+        results = Path(env["FLEET_RESULTS"]) if env.get("FLEET_RESULTS") else None
+        run = Run(issue, board, env.get("FLEET_RUN_ID") or "local", results, started)
+        return MODES[mode_of(issue)](run)
+    finally:
+        board.disconnect()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

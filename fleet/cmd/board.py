@@ -1,0 +1,173 @@
+"""``invoke board.*`` and ``pr.*``: the operator's, the tests' and the agents' way into the
+embedded board and forge. Every write goes through the Board Protocol (or the local forge's own
+extras for PRs and CI), never around it."""
+
+from __future__ import annotations
+
+from fleet.board.base import BoardError
+from fleet.cmd.common import context, emit_json, fail
+from fleet.exits import Exit
+from fleet.markers import history
+from fleet.model import CIState, Issue, IssueState, StateReason
+
+
+def _local(board: object) -> object:
+    if not hasattr(board, "create_pr"):
+        raise fail(Exit.USAGE, "this command needs the embedded board (board.kind: local)")
+    return board
+
+
+def add(
+    inv: str | None,
+    title: str,
+    body: str,
+    labels: list[str],
+    lane: str | None,
+    assignees: list[str],
+    status: str,
+    fixture: bool,
+    author: str | None,
+) -> int:
+    with context(inv, create=True) as ctx:
+        tags = list(labels) + ([ctx.inventory.policy.fixture_label] if fixture else [])
+        try:
+            n = ctx.board.create_issue(
+                title,
+                body,
+                labels=tags,
+                assignees=assignees,
+                lane=lane,
+                status=status,
+                author=author,
+            )
+        except BoardError as exc:
+            raise fail(Exit.WRITE_FAILED, str(exc)) from None
+        print(n)
+        return n
+
+
+def show(inv: str | None, number: int, as_json: bool) -> None:
+    with context(inv) as ctx:
+        issue = ctx.board.issue(number)
+        if issue is None:
+            raise fail(Exit.ISSUE_MISSING, f"#{number}: no such issue")
+        if as_json:
+            emit_json(_issue_json(issue, ctx.inventory.policy.identity))
+            return
+        print(
+            f"#{issue.number} [{issue.state}{'/' + issue.state_reason if issue.state_reason else ''}]"
+            f" {issue.title}"
+        )
+        print(
+            f"  status={issue.status} lane={issue.lane or '-'} labels={','.join(issue.labels) or '-'}"
+            f" assignees={','.join(issue.assignees) or '-'}"
+        )
+        if issue.parent:
+            print(f"  parent #{issue.parent.number} ({issue.parent.state})")
+        for b in issue.blocked_by:
+            print(f"  blocked by #{b.number} ({b.state})")
+        if issue.body:
+            print("  " + issue.body.replace("\n", "\n  "))
+        for c in issue.comments:
+            print(f"  -- {c.author} at {c.created_at.isoformat(timespec='microseconds')}")
+            print("     " + c.body.replace("\n", "\n     "))
+
+
+def _issue_json(issue: Issue, identity: str) -> dict[str, object]:
+    h = history(issue, identity)
+    last = h.last_marker
+    return {
+        "number": issue.number,
+        "title": issue.title,
+        "state": str(issue.state),
+        "state_reason": issue.state_reason,
+        "status": issue.status,
+        "lane": issue.lane,
+        "labels": list(issue.labels),
+        "assignees": list(issue.assignees),
+        "parent": issue.parent.number if issue.parent else None,
+        "blocked_by": [b.number for b in issue.blocked_by],
+        "last_marker": str(last.kind) if last else None,
+        "attempts": h.attempts,
+        "comments": [
+            {"id": c.id, "author": c.author, "body": c.body, "created_at": c.created_at.isoformat()}
+            for c in issue.comments
+        ],
+    }
+
+
+def list_(inv: str | None, state: str | None, as_json: bool) -> None:
+    with context(inv) as ctx:
+        board = _local(ctx.board)
+        want = IssueState(state) if state else None
+        issues = board.list_issues(want)  # type: ignore[attr-defined]
+        if as_json:
+            emit_json([_issue_json(i, ctx.inventory.policy.identity) for i in issues])
+            return
+        for i in issues:
+            print(f"#{i.number:<5} {i.state:<6} {i.status or '-':<12} {i.title}")
+
+
+def comment(inv: str | None, number: int, body: str, author: str | None) -> None:
+    with context(inv) as ctx:
+        try:
+            c = ctx.board.comment(number, body, author=author or "operator")
+        except BoardError as exc:
+            raise fail(Exit.WRITE_FAILED, str(exc)) from None
+        print(c.id)
+
+
+def write(inv: str | None, number: int, op: str, value: object = None) -> None:
+    """The small board writes, one Protocol call each."""
+    with context(inv) as ctx:
+        b = ctx.board
+        try:
+            if op == "label":
+                b.add_labels(number, list(value))  # type: ignore[arg-type]
+            elif op == "unlabel":
+                b.remove_label(number, str(value))
+            elif op == "assign":
+                b.assign(number, list(value))  # type: ignore[arg-type]
+            elif op == "block":
+                b.add_blocker(number, int(value))  # type: ignore[arg-type]
+            elif op == "unblock":
+                b.remove_blocker(number, int(value))  # type: ignore[arg-type]
+            elif op == "parent":
+                b.set_parent(number, None if value in (None, 0) else int(value))  # type: ignore[arg-type]
+            elif op == "status":
+                b.set_status(number, str(value))
+            elif op == "lane":
+                b.set_lane(number, None if value in (None, "") else str(value))
+            elif op == "close":
+                b.close(number, StateReason(str(value)))
+            elif op == "reopen":
+                b.reopen(number)
+            else:
+                raise fail(Exit.USAGE, f"unknown board operation {op!r}")
+        except BoardError as exc:
+            raise fail(Exit.WRITE_FAILED, str(exc)) from None
+
+
+def ci(inv: str | None, state: str | None) -> None:
+    with context(inv, create=True) as ctx:
+        if state is not None:
+            _local(ctx.board).set_ci(CIState(state))  # type: ignore[attr-defined]
+        print(ctx.board.ci_status())
+
+
+def pr_create(inv: str | None, branch: str, title: str, body: str, author: str | None) -> None:
+    with context(inv) as ctx:
+        try:
+            pr = _local(ctx.board).create_pr(branch, title, body, author=author or "agent")  # type: ignore[attr-defined]
+        except BoardError as exc:
+            raise fail(Exit.WRITE_FAILED, str(exc)) from None
+        print(pr.number)
+
+
+def pr_merge(inv: str | None, number: int, merged_by: str | None) -> None:
+    with context(inv) as ctx:
+        try:
+            pr = _local(ctx.board).merge_pr(number, merged_by=merged_by or "agent")  # type: ignore[attr-defined]
+        except BoardError as exc:
+            raise fail(Exit.WRITE_FAILED, str(exc)) from None
+        print(f"merged #{pr.number} at {pr.merged_at}")

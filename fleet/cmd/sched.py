@@ -1,0 +1,63 @@
+"""``schedule``, ``fleet-status`` and ``dispatch``: thin I/O around the pure decisions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fleet.cmd.common import context, emit_json, fail
+from fleet.dispatch import dispatch
+from fleet.exits import Exit
+from fleet.observe import snapshot
+from fleet.roles.sweeper import tick
+from fleet.select import select
+from fleet.status import as_json, read_heartbeat, render
+
+
+def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
+    with context(inv) as ctx:
+        report = tick(ctx, apply=apply)
+        plan = report.plan
+        if as_json_:
+            emit_json(
+                {
+                    "outcome": report.outcome,
+                    "summary": plan.summary(),
+                    "dispatch": [d.__dict__ for d in plan.dispatch],
+                    "results": [r.to_json() for r in report.results],
+                    "waiting": [w.__dict__ for w in plan.waiting],
+                }
+            )
+        else:
+            print(f"{'apply' if apply else 'dry run'}: {plan.summary()}")
+            for d in plan.dispatch:
+                res = next((r for r in report.results if r.issue == d.issue), None)
+                what = res.line() if res else f"would dispatch to {d.worker} ({d.why})"
+                print(f"  #{d.issue}: {what}")
+            for w in plan.waiting:
+                print(f"  #{w.issue}: {w.state} (p{w.predicate}) {w.reason}")
+        if report.exit is not Exit.OK:
+            raise fail(report.exit, f"sweep {report.outcome}: {plan.board_error or plan.summary()}")
+
+
+def status(inv: str | None, as_json_: bool, issue: int | None) -> None:
+    with context(inv) as ctx:
+        snap = snapshot(ctx)
+        plan = select(snap)
+        hb = read_heartbeat(Path(ctx.inventory.state_dir))
+        if as_json_:
+            emit_json(as_json(snap, plan, hb, issue))
+        else:
+            print(render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue))
+
+
+def dispatch_cmd(
+    inv: str | None, issue: int, worker: str | None, dry_run: bool, as_json_: bool, ignore_ci: bool
+) -> None:
+    with context(inv) as ctx:
+        r = dispatch(ctx, issue, worker=worker, dry_run=dry_run, ignore_ci=ignore_ci)
+        print(r.line(), file=sys.stderr)
+        if as_json_:
+            emit_json(r.to_json())
+        if r.code is not Exit.OK:
+            raise fail(r.code, "")

@@ -1,0 +1,44 @@
+"""Every exit code fleet uses, in one place (D20: two failures that look alike get two names).
+
+``fleet.cli`` is the one place that turns these into process exits. Codes are grouped by the
+pre-flight check that produces them (seed 003), so ``echo $?`` names the check.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0  # launched, or the command did what it was asked
+    USAGE = 2  # bad arguments (invoke's own convention)
+    INVENTORY = 3  # the inventory is malformed (file:line:col on stderr)
+    # kill switches: checked before anything reaches the network
+    HALTED_FILE = 10
+    HALTED_ISSUE = 11
+    PAUSED = 12  # an operator's pause: only cancels are decided
+    DRAINING = 13  # drain: no new work is started
+    # pre-flight checks 1-10
+    ISSUE_MISSING = 21  # check 1
+    ISSUE_CLOSED = 22  # check 2 (silent on the board)
+    DO_NOT_DISPATCH = 23  # check 3 (the one refusal that comments, once)
+    DARK_RATE_LIMIT = 24  # check 4, source rate_limit: clears on a clock
+    DARK_REVOKED = 25  # check 4, source revoked: a clock never clears it
+    BLOCKED = 26  # check 5
+    LIVE_ELSEWHERE = 27  # check 6: a live unit for this issue on another worker or master
+    CI_RED = 28  # check 7 (unreadable CI is never red)
+    UNREACHABLE = 30  # check 8: no token came back, nothing ran
+    NO_PERMISSION = 31  # check 8: the master cannot write its state directory
+    NO_RUNNER = 32  # check 8: fleet's runner is not installed for this master
+    CLONE_UNSYNCED = 33  # check 9
+    HELD_LIVE = 41  # check 10: same worker, the unit is live
+    HELD_FINISHED = 42  # check 10: the name is held by a finished unit still unloading
+    SUPERVISOR_FAILED = 43  # check 10: the supervisor failed, not a collision
+    LOCK_TIMEOUT = 44  # another dispatcher held the fleet lock past the bounded wait
+    NO_WORKER = 45  # no healthy worker to send it to / the named worker is unknown
+    HELD_OTHER_WORKER = 46  # check 10: another worker holds the name (seen under the lock)
+    # the queue and the journal
+    BOARD_UNREADABLE = 50  # the one fail-closed guard (D5), for --apply
+    WRITE_FAILED = 51  # a board write did not take ("no work exists" is 0, never this)
+    REPLAY_DIFFERS = 60  # replay found a decision that differs from the recorded one
+    NOT_IDLE = 61  # drain --wait gave up while units were still live

@@ -1,0 +1,291 @@
+"""The marker language: status comments on an issue, and the rules that read them.
+
+A marker is a comment whose FIRST line is ``<glyph> fleet:<kind> key=value ...``; the rest of the
+comment is free text for humans. Eligibility reads the **last** marker (D6), so every writer of a
+marker is a writer of the queue: each kind has its own glyph, and a first line whose glyph does not
+match its keyword is not a marker at all (D6's glyph-less marker was invisible; a marker must never
+be mistaken for another).
+
+Rules implemented here, all pure:
+
+- the last word on an issue is its latest marker, **unless a reopen event or a release token came
+  later** — a reopen outranks every older marker (D6), a release clears a latch;
+- the attempt count is derived from the issue's own markers since the last reopen/release, never
+  from a state file (D1); a run whose terminal was a capacity death does not spend it (D8), nor does
+  one parked for a retry (it provably never started, D7) — those are counted as retries;
+- the release token counts only at the start of a line (seed 003, MVV 9), so the template text
+  that explains it does not release anything when quoted back;
+- rendering never produces a live closing keyword (D14).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from fleet.closing import defuse
+from fleet.model import Comment, EventKind, Issue, parse_iso
+
+
+class Kind(StrEnum):
+    START = "start"
+    SUCCESS = "success"
+    NO_OP = "no-op"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    CAPACITY = "capacity"
+    STOPPED = "stopped"  # an external signal: claims nothing about the work (D12)
+    TIMED_OUT = "timed-out"  # the unit's run-time limit was reached (a named outcome, not a hang)
+    GARBLED = "garbled"  # the agent's output held no readable result envelope
+    REAPED = "reaped"  # an orphaned start reset by the reaper (D14)
+    SUPERSEDED = "superseded"  # a duplicate unit stopped by oldest-wins repair (D4); not a failure
+    CANCELLED = "cancelled"  # an operator's cancel: no retry, no recovery
+    PARKED = "parked"  # a retry parked until ``due`` (D7)
+    PARK = "park"  # a hold latch until a release token
+    LEFT_OPEN = "left-open"  # finished but deliberately left open: non-terminal, has a glyph (D6)
+    PR_OPEN = "pr-open"  # the run ended with an open PR: not finished (D2)
+    CROSS_REPO = "cross-repo"  # merged in another repository: cannot close this issue (D6)
+    DO_NOT_DISPATCH = "do-not-dispatch"  # pre-flight check 3's one comment
+
+
+GLYPHS: Mapping[Kind, str] = {
+    Kind.START: "▶",
+    Kind.SUCCESS: "✔",
+    Kind.NO_OP: "○",
+    Kind.FAILED: "✘",
+    Kind.BLOCKED: "⛔",
+    Kind.CAPACITY: "◐",
+    Kind.STOPPED: "■",
+    Kind.TIMED_OUT: "⌛",
+    Kind.GARBLED: "⁇",
+    Kind.REAPED: "♻",
+    Kind.SUPERSEDED: "⇢",
+    Kind.CANCELLED: "⊘",
+    Kind.PARKED: "⏳",
+    Kind.PARK: "⏸",
+    Kind.LEFT_OPEN: "◇",
+    Kind.PR_OPEN: "⇄",
+    Kind.CROSS_REPO: "⤳",
+    Kind.DO_NOT_DISPATCH: "⚑",
+}
+
+# Predicate 6: a last word of these kinds keeps the issue off the queue until a reopen or release.
+# Seed 003 names start, success, block and no-op; cancelled, pr-open, cross-repo and the
+# do-not-dispatch notice are the same kind of latch (a human must look before another run).
+LATCHING = frozenset(
+    {
+        Kind.START,
+        Kind.SUCCESS,
+        Kind.BLOCKED,
+        Kind.NO_OP,
+        Kind.CANCELLED,
+        Kind.PR_OPEN,
+        Kind.CROSS_REPO,
+        Kind.DO_NOT_DISPATCH,
+    }
+)
+# Markers that end a run (the terminal a start is waiting for, D12).
+TERMINAL = frozenset(
+    {
+        Kind.SUCCESS,
+        Kind.NO_OP,
+        Kind.FAILED,
+        Kind.BLOCKED,
+        Kind.CAPACITY,
+        Kind.STOPPED,
+        Kind.TIMED_OUT,
+        Kind.GARBLED,
+        Kind.REAPED,
+        Kind.SUPERSEDED,
+        Kind.CANCELLED,
+        Kind.PARKED,
+        Kind.PR_OPEN,
+        Kind.CROSS_REPO,
+    }
+)
+
+RELEASE_TOKEN = "fleet:release"
+_RELEASE = re.compile(rf"^{re.escape(RELEASE_TOKEN)}(?![\w-])", re.MULTILINE)
+_FIRST = re.compile(r"^(?P<glyph>\S+) fleet:(?P<kind>[a-z-]+)(?P<fields>(?: [a-z_]+=\S*)*)[ \t]*$")
+_FIELD = re.compile(r" ([a-z_]+)=(\S*)")
+_BY_KEYWORD = {k.value: k for k in Kind}
+
+
+@dataclass(frozen=True)
+class Marker:
+    kind: Kind
+    fields: Mapping[str, str]
+    at: datetime
+    comment_id: int
+    author: str
+    note: str = ""
+
+    def get(self, key: str) -> str | None:
+        return self.fields.get(key)
+
+
+def _clean(value: object) -> str:
+    """A field value is one token: no whitespace, no live closing reference (D14)."""
+    text = re.sub(r"\s+", "_", str(value))
+    return defuse(text) or "-"
+
+
+def render(kind: Kind, fields: Mapping[str, object] | None = None, note: str = "") -> str:
+    """The comment text of a marker. Field values and the note are defused (D14)."""
+    first = f"{GLYPHS[kind]} fleet:{kind.value}"
+    for key, value in (fields or {}).items():
+        if not re.fullmatch(r"[a-z_]+", key):
+            raise ValueError(f"marker field name {key!r} must match [a-z_]+")
+        if value is None:
+            continue
+        first += f" {key}={_clean(value)}"
+    body = defuse(note.strip())
+    # A note line must never start with the release token: the fleet cannot release its own latch.
+    body = "\n".join(("> " + ln) if _RELEASE.match(ln) else ln for ln in body.splitlines())
+    # Defused once more as a whole: a last field value ending in a keyword ("a=fixes") and a note
+    # opening with a reference ("#3 ...") are each inert alone but live across the line break.
+    return first if not body else defuse(f"{first}\n\n{body}")
+
+
+def parse(comment: Comment) -> Marker | None:
+    """The marker a comment carries, or None. The glyph must match the keyword."""
+    first, _, rest = comment.body.partition("\n")
+    m = _FIRST.match(first.rstrip("\r"))
+    if not m:
+        return None
+    kind = _BY_KEYWORD.get(m.group("kind"))
+    if kind is None or GLYPHS[kind] != m.group("glyph"):
+        return None
+    fields = dict(_FIELD.findall(m.group("fields")))
+    return Marker(kind, fields, comment.created_at, comment.id, comment.author, rest.strip())
+
+
+def is_release(comment: Comment) -> bool:
+    """A release token at the start of a line, in a comment that is not itself a marker."""
+    return parse(comment) is None and _RELEASE.search(comment.body) is not None
+
+
+# -- the timeline ----------------------------------------------------------------------------------
+
+
+class WordKind(StrEnum):
+    MARKER = "marker"
+    REOPEN = "reopen"
+    RELEASE = "release"
+
+
+@dataclass(frozen=True)
+class Word:
+    """One entry of an issue's history that eligibility reads: a marker, a reopen or a release."""
+
+    kind: WordKind
+    at: datetime
+    marker: Marker | None = None
+
+
+@dataclass(frozen=True)
+class History:
+    """What the markers of one issue say, derived fresh every cycle (D1: no state file)."""
+
+    words: tuple[Word, ...]
+    markers: tuple[Marker, ...]
+    last: Word | None
+    attempts: int  # runs that spent the attempt budget since the last reopen/release
+    retries: int  # retry parks since the last reopen/release (D7)
+    park: Marker | None  # an unreleased hold latch (predicate 8)
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def last_marker(self) -> Marker | None:
+        if self.last is None or self.last.kind is not WordKind.MARKER:
+            return None
+        return self.last.marker
+
+    def last_of(self, *kinds: Kind) -> Marker | None:
+        for m in reversed(self.markers):
+            if m.kind in kinds:
+                return m
+        return None
+
+
+def _words(issue: Issue, identity: str | None) -> list[Word]:
+    entries: list[tuple[datetime, int, Word]] = []
+    for c in issue.comments:
+        marker = parse(c)
+        if marker is not None:
+            # A status marker counts only from the fleet's own identity; a hold (park) may be
+            # posted by a human. Anyone else's look-alike is text, not queue state.
+            if identity is None or c.author == identity or marker.kind is Kind.PARK:
+                entries.append((c.created_at, 0, Word(WordKind.MARKER, c.created_at, marker)))
+        elif is_release(c):
+            entries.append((c.created_at, 0, Word(WordKind.RELEASE, c.created_at)))
+    for e in issue.events:
+        if e.kind is EventKind.REOPENED:
+            entries.append((e.at, 1, Word(WordKind.REOPEN, e.at)))
+    entries.sort(key=lambda t: (t[0], t[1]))
+    return [w for _, _, w in entries]
+
+
+def history(issue: Issue, identity: str | None = None) -> History:
+    """Read an issue's markers, reopens and releases into a :class:`History`."""
+    words = _words(issue, identity)
+    markers = tuple(w.marker for w in words if w.marker is not None)
+    last = words[-1] if words else None
+    # Attempts and retries are counted since the last reopen or release: a human's explicit
+    # "not finished" / "go again" gives the issue a fresh budget.
+    since = 0
+    for i, w in enumerate(words):
+        if w.kind is not WordKind.MARKER:
+            since = i + 1
+    window = [w.marker for w in words[since:] if w.marker is not None]
+    attempts = retries = 0
+    for i, m in enumerate(window):
+        if m.kind is Kind.PARKED:
+            retries += 1
+        if m.kind is not Kind.START:
+            continue
+        terminal = next(
+            (n for n in window[i + 1 :] if n.kind in TERMINAL or n.kind is Kind.START), None
+        )
+        if terminal is not None and terminal.kind in (Kind.CAPACITY, Kind.PARKED):
+            continue  # D8: a capacity death is not the work's failure; D7: a parked retry never ran
+        attempts += 1
+    park = None
+    for w in words:
+        if w.marker is not None and w.marker.kind is Kind.PARK:
+            park = w.marker
+        elif w.kind in (WordKind.RELEASE, WordKind.REOPEN):
+            park = None
+    return History(tuple(words), markers, last, attempts, retries, park)
+
+
+def parked_until(h: History) -> datetime | None:
+    """The due time of a retry park that is the last word, if any (D7)."""
+    m = h.last_marker
+    if m is None or m.kind is not Kind.PARKED:
+        return None
+    try:
+        return parse_iso(m.get("due"))
+    except (ValueError, OverflowError):
+        # An unreadable due time does not hold the item (fails open, D5); OverflowError is a
+        # well-formed date whose offset pushes it past year 9999 when converted to UTC.
+        return None
+
+
+def is_tombstone(issue: Issue, h: History) -> bool:
+    """A success marker as the last word on an issue that is still open (D6)."""
+    m = h.last_marker
+    return issue.is_open and m is not None and m.kind is Kind.SUCCESS
+
+
+def open_start(h: History) -> Marker | None:
+    """The last start marker when no terminal followed it: a run in flight, or an orphan."""
+    m = h.last_marker
+    return m if m is not None and m.kind is Kind.START else None
+
+
+def markers_of(comments: Iterable[Comment]) -> tuple[Marker, ...]:
+    return tuple(m for m in (parse(c) for c in comments) if m is not None)

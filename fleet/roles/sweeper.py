@@ -1,0 +1,177 @@
+"""The sweeper: the scheduler as the first Loop on the engine (seed 000, seed 003 "scheduler").
+
+One tick = observe (one board read, one fleet probe) → ``select`` (pure) → dispatch each planned
+item through the one ``dispatch()`` (D15) → a heartbeat on every exit path (D14): dispatched, idle,
+halted, failed — so "nothing to do" and "not running" never look the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from fleet.board.base import BoardPage
+from fleet.context import FleetContext
+from fleet.dispatch import DispatchResult, dispatch
+from fleet.engine import Failure, FileClaims, Result, Tier, drain
+from fleet.exits import Exit
+from fleet.model import Dispatch, Plan, Snapshot, iso
+from fleet.observe import read_page, snapshot
+from fleet.select import select
+from fleet.trace import Trace, to_jsonable
+
+# Refusals that clear by themselves within a sweep or two: the engine's "retry" class.
+_RETRYABLE = {Exit.LOCK_TIMEOUT, Exit.HELD_FINISHED, Exit.UNREACHABLE, Exit.CLONE_UNSYNCED}
+# Refusals that are the mechanism working (a guard said no on positive evidence).
+_REFUSALS = {
+    Exit.HALTED_FILE,
+    Exit.HALTED_ISSUE,
+    Exit.PAUSED,
+    Exit.DRAINING,
+    Exit.ISSUE_MISSING,
+    Exit.ISSUE_CLOSED,
+    Exit.DO_NOT_DISPATCH,
+    Exit.DARK_RATE_LIMIT,
+    Exit.DARK_REVOKED,
+    Exit.BLOCKED,
+    Exit.LIVE_ELSEWHERE,
+    Exit.CI_RED,
+    Exit.NO_PERMISSION,
+    Exit.NO_RUNNER,
+    Exit.HELD_LIVE,
+    Exit.HELD_OTHER_WORKER,
+    Exit.NO_WORKER,
+}
+
+
+def classify(r: DispatchResult) -> Failure | None:
+    if r.launched:
+        return None
+    if r.code in _RETRYABLE:
+        return Failure.RETRY
+    if r.code in _REFUSALS:
+        return Failure.REFUSE
+    return Failure.UNCLASSIFIED
+
+
+@dataclass
+class TickReport:
+    outcome: str  # dispatched | idle | halted | failed | dry-run
+    plan: Plan
+    results: list[DispatchResult] = field(default_factory=list)
+    exit: Exit = Exit.OK
+
+    def counts(self) -> dict[str, int]:
+        launched = sum(1 for r in self.results if r.launched)
+        return {
+            "planned": len(self.plan.dispatch),
+            "launched": launched,
+            "refused": len(self.results) - launched,
+            "waiting": len(self.plan.waiting),
+        }
+
+
+class Sweeper:
+    """A Loop: select_queue observes and plans; dispatch goes through ``dispatch()``."""
+
+    def __init__(self, ctx: FleetContext, trace: Trace, *, apply: bool) -> None:
+        self.ctx, self.trace, self.apply = ctx, trace, apply
+        self.page: BoardPage | None = None
+        self.snap: Snapshot | None = None
+        self.plan: Plan = Plan()
+        self.results: list[DispatchResult] = []
+
+    # the six methods
+    def name(self) -> str:
+        return "sweeper"
+
+    def select_queue(self) -> Sequence[Dispatch]:
+        self.page, error = read_page(self.ctx)
+        snap = snapshot(self.ctx, page=self.page) if self.page is not None else None
+        if snap is None:
+            snap = Snapshot(
+                now=self.ctx.clock(),
+                issues=(),
+                workers=(),
+                policy=self.ctx.inventory.policy,
+                board_error=error,
+            )
+        self.snap = snap
+        self.plan = select(snap)
+        self.trace.event(
+            "SWEEP",
+            apply=self.apply,
+            summary=self.plan.summary(),
+            snapshot=to_jsonable(snap),
+            plan=to_jsonable(self.plan),
+        )
+        if not self.apply or self.plan.board_error or self.plan.halts:
+            return ()
+        return self.plan.dispatch
+
+    def tier_policy(self, item: Dispatch) -> Tier:
+        return Tier.DISPATCH  # holds never reach the queue: select() named them already
+
+    def dispatch(self, item: Dispatch) -> Result:
+        r = dispatch(self.ctx, item.issue, worker=item.worker, page=self.page)
+        self.results.append(r)
+        return Result(r.launched, r.line(), classify(r), r.to_json())
+
+    def land(self, item: Dispatch, result: Result) -> None:
+        if not result.ok:
+            self.ctx.warn(result.detail)
+
+    def on_idle(self) -> bool:
+        return False  # one tick per call; the timer is the loop
+
+
+def write_heartbeat(state_dir: Path, report: TickReport, now: datetime) -> Path:
+    """Written on every exit path, atomically; fleet-status shows its age and outcome."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / "heartbeat.json"
+    tmp = path.with_name(f".heartbeat.{os.getpid()}")
+    tmp.write_text(
+        json.dumps(
+            {
+                "at": iso(now),
+                "outcome": report.outcome,
+                "counts": report.counts(),
+                "exit": int(report.exit),
+                "summary": report.plan.summary(),
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    os.replace(tmp, path)
+    return path
+
+
+def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickReport:
+    """One sweep; the heartbeat is written whatever happens (D14)."""
+    state = Path(ctx.inventory.state_dir)
+    trace = trace or Trace(state / "trace.jsonl")
+    sweeper = Sweeper(ctx, trace, apply=apply)
+    report = TickReport("failed", Plan(), exit=Exit.WRITE_FAILED)
+    try:
+        drain(sweeper, FileClaims(state / "claims"), trace, pool=4, key=lambda d: str(d.issue))
+        plan = sweeper.plan
+        if plan.board_error:
+            # D5: the one fail-closed guard — only for --apply; a dry run reports and exits 0.
+            code = Exit.BOARD_UNREADABLE if apply else Exit.OK
+            report = TickReport("failed", plan, exit=code)
+        elif plan.halts:
+            report = TickReport("halted", plan, exit=Exit.OK)
+        elif not apply:
+            report = TickReport("dry-run", plan)
+        elif sweeper.results:
+            report = TickReport("dispatched", plan, sweeper.results)
+        else:
+            report = TickReport("idle", plan)
+        return report
+    finally:
+        write_heartbeat(state, report, ctx.clock())

@@ -1,0 +1,80 @@
+"""``python -m fleet.runner``: run step 1 (sync the runner's own clone, re-exec once), then the run.
+
+D11: a runner must never run stale code. When the worker names a ``runner_clone``, it is synced to
+its remote and verified (local HEAD equals the fetched ref, never trusting an exit code), then the
+runner re-executes itself from that clone exactly once, guarded by ``FLEET_RUNNER_REEXEC``. A clone
+that cannot be synced stops the run before it starts (exit 70) rather than run frozen doctrine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from fleet.board import open_board
+from fleet.inventory import InventoryError, load
+from fleet.runner.run import RUN_STALE, Runner
+from fleet.sync import parse_sync, sync_command
+
+REEXEC_ENV = "FLEET_RUNNER_REEXEC"
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m fleet.runner", description=__doc__)
+    p.add_argument("--issue", type=int, required=True)
+    p.add_argument("--worker", required=True)
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--inventory", required=True)
+    return p.parse_args(argv)
+
+
+def sync_self(clone: str, remote: str | None, run_id: str) -> tuple[bool, str]:
+    """Step 1: sync the runner's clone; True when HEAD equals the freshly fetched ref."""
+    cmd = sync_command(clone, origin=remote, note=f"runner sync for run {run_id}")
+    res = subprocess.run(
+        ["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=300, check=False
+    )
+    out = parse_sync(res.stdout)
+    return out.synced, f"{out.state}: {out.detail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    try:
+        inv = load(args.inventory)
+    except InventoryError as exc:
+        print(f"fleet-runner: {exc}", file=sys.stderr)
+        return RUN_STALE
+    worker = inv.worker(args.worker)
+    if worker is None:
+        print(f"fleet-runner: no worker {args.worker!r} in {args.inventory}", file=sys.stderr)
+        return RUN_STALE
+    if worker.runner_clone and os.environ.get(REEXEC_ENV) != args.run_id:
+        ok, detail = sync_self(worker.runner_clone, worker.runner_remote, args.run_id)
+        if not ok:
+            print(
+                f"fleet-runner: runner clone {worker.runner_clone} not synced ({detail}); "
+                "refusing to run stale code (D11)",
+                file=sys.stderr,
+            )
+            return RUN_STALE
+        env = dict(os.environ)
+        env[REEXEC_ENV] = args.run_id
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (worker.runner_clone, env.get("PYTHONPATH", "")) if p
+        )
+        print(f"fleet-runner: runner clone synced ({detail}); re-executing once", file=sys.stderr)
+        os.execve(sys.executable, [sys.executable, "-m", "fleet.runner", *sys.argv[1:]], env)
+    elif not worker.runner_clone:
+        print(
+            "fleet-runner: no runner_clone configured for this worker; running the installed fleet",
+            file=sys.stderr,
+        )
+    board = open_board(inv)
+    return Runner(inv, board, worker, args.issue, args.run_id).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""Capacity-dark: "the work failed" versus "this worker cannot accept work" (D8, pre-flight check 4).
+
+When a run dies on a provider limit the runner writes ``<state_dir>/capacity.json`` carrying the
+provider's own stated reset, and the dispatcher reads it before launching onto the worker. This
+module is the parsing (pure) plus the few lines that read and write that one file.
+
+The three properties D8 asks for, and where they live here:
+
+1. *Self-healing*: :func:`is_clean` — only a zero exit **and** no limit signature clears the file, so
+   a run that ends on a trailing limit notice does not delete a marker that is still true.
+2. *Never fabricate a reset*: :func:`resolve_clock` returns None unless the text states a time in a
+   zone we can resolve; a bare clock time is resolved against today in that zone and rolled forward a
+   day if that instant has already passed (a reset stamped in the past reads as recovered).
+3. *Two kinds of dark*: :class:`fleet.model.CapacitySource` ``rate_limit`` (a clock clears it) and
+   ``revoked`` (nothing but a human clears it); :func:`describe` gives each its own remedy.
+
+The texts recognised are the ones in ``notes/agent-facts.md``. Limit phrases are matched only at
+the start of a line (after an optional ``Error:`` prefix): an agent's prose that *quotes* a limit
+message mid-sentence — say, while working on this very file — must not darken a healthy worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from fleet.model import Capacity, CapacitySource, iso, parse_iso, utc
+from fleet.runner.envelope import Envelope
+
+CAPACITY_FILE = "capacity.json"
+
+# Evidence is the matched line; a JSON line can be megabytes, so the stored quote is capped at what
+# a human reads in one status line.
+_EVIDENCE_CHARS = 300
+
+# HTTP statuses in the envelope's api_error_status (notes/agent-facts.md): 429 = rate limited;
+# 401/403 = the credential or entitlement is gone (source revoked, no reset time).
+_RATE_LIMITED = frozenset({429})
+_AUTH_GONE = frozenset({401, 403})
+
+_LINE_START = r"^[^\w\n]{0,8}(?:(?:api\s+)?error:\s*)?"
+_LIMIT = re.compile(
+    _LINE_START + r"(?P<phrase>you(?:'|’|\s+ha)ve\s+hit\s+your\s+(?:[\w-]+\s+)?limit"
+    r"|\d+-hour\s+limit\s+reached"
+    r"|(?:claude\s+(?:ai\s+)?)?usage\s+limit\s+reached"
+    r"|(?:session|daily|weekly|opus|sonnet)\s+limit\s+reached)"
+    r"(?P<rest>[^\n]*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# "Claude AI usage limit reached|1767225600": the reset as epoch seconds, taken as is.
+_EPOCH = re.compile(r"^\s*\|\s*(?P<epoch>\d{9,11})\b")
+# "resets 1pm (Europe/Lisbon)", "resets 5:10pm (Europe/Paris)", "resets Oct 9, 5am (Europe/Berlin)".
+_RESETS = re.compile(
+    r"\bresets?\s+(?:at\s+)?(?P<clock>(?:[A-Za-z]{3,9}\.?\s+\d{1,2},?\s+(?:at\s+)?)?"
+    r"\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?)\s*\((?P<tz>[^)\n]{1,64})\)",
+    re.IGNORECASE,
+)
+_REVOKED = re.compile(
+    _LINE_START + r"(?:invalid\s+api\s+key"
+    r"|oauth\s+token\s+(?:has\s+been\s+|was\s+)?(?:revoked|expired)"
+    r"|authentication_failed"
+    r"|your\s+(?:subscription|entitlement|access)\s+(?:has\s+been\s+|was\s+)?"
+    r"(?:revoked|cancell?ed|disabled))[^\n]*$"
+    r'|"error"\s*:\s*"authentication_failed"',
+    re.IGNORECASE | re.MULTILINE,
+)
+_CLOCK = re.compile(
+    r"^(?:(?P<mon>[A-Za-z]{3,9})\.?\s+(?P<day>\d{1,2}),?\s+(?:at\s+)?)?"
+    r"(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?:(?P<ampm>[ap])\.?m\.?)?$",
+    re.IGNORECASE,
+)
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+        start=1,
+    )
+}
+
+
+@dataclass(frozen=True)
+class LimitSignal:
+    source: CapacitySource
+    reset_at: datetime | None  # None = the provider stated none; never fabricated (D8 property 2)
+    evidence: str  # the line that matched, trimmed
+
+
+def _evidence(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= _EVIDENCE_CHARS else line[: _EVIDENCE_CHARS - 3] + "..."
+
+
+def _zone(tz: str) -> ZoneInfo | None:
+    try:
+        return ZoneInfo(tz.strip())
+    except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return None
+
+
+def resolve_clock(text: str, tz: str, now: datetime) -> datetime | None:
+    """The next instant (UTC) at which the clock ``text`` ("1pm", "5:10pm", "13:00", "Oct 9, 5am")
+    reads in zone ``tz``, as seen from ``now``; None when either cannot be resolved (D8 property 2).
+
+    A bare time means today in that zone, or tomorrow if today's instant has already passed; a
+    month and day mean that date this year, or next year if it has already passed.
+    """
+    zone, m = _zone(tz), _CLOCK.match(text.strip())
+    if zone is None or m is None:
+        return None
+    hour, minute = int(m["h"]), int(m["m"] or 0)
+    if m["ampm"]:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if m["ampm"].lower() == "p" else 0)
+    if hour > 23 or minute > 59:
+        return None
+    local_now = utc(now).astimezone(zone)
+    at = time(hour, minute)
+    try:
+        if m["mon"]:
+            month = _MONTHS.get(m["mon"][:3].lower())
+            if month is None:
+                return None
+            candidate = datetime.combine(date(local_now.year, month, int(m["day"])), at, zone)
+            if candidate < local_now:
+                candidate = candidate.replace(year=local_now.year + 1)
+        else:
+            candidate = datetime.combine(local_now.date(), at, zone)
+            if candidate < local_now:
+                candidate = datetime.combine(local_now.date() + timedelta(days=1), at, zone)
+    except ValueError:  # Feb 30, or Feb 29 rolled into a non-leap year
+        return None
+    return candidate.astimezone(UTC)
+
+
+def _reset_from(rest: str, now: datetime) -> datetime | None:
+    epoch = _EPOCH.match(rest)
+    if epoch:
+        try:
+            return datetime.fromtimestamp(int(epoch["epoch"]), UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    resets = _RESETS.search(rest)
+    return resolve_clock(resets["clock"], resets["tz"], now) if resets else None
+
+
+def _texts(text: str, envelope: Envelope | None) -> tuple[str, ...]:
+    """Where a signature may sit: the envelope's decoded ``result`` first, then the capture."""
+    return (envelope.result, text) if envelope is not None else (text,)
+
+
+def _revoked(text: str, envelope: Envelope | None) -> LimitSignal | None:
+    if envelope is not None and envelope.api_error_status in _AUTH_GONE:
+        line = envelope.result.strip().splitlines()[0] if envelope.result.strip() else ""
+        return LimitSignal(
+            CapacitySource.REVOKED,
+            None,
+            _evidence(f"api_error_status={envelope.api_error_status} {line}"),
+        )
+    if envelope is not None and "authentication_failed" in (
+        envelope.terminal_reason,
+        envelope.subtype,
+        envelope.data().get("error"),
+    ):
+        return LimitSignal(CapacitySource.REVOKED, None, "envelope: authentication_failed")
+    for source in _texts(text, envelope):
+        m = _REVOKED.search(source)
+        if m:
+            return LimitSignal(CapacitySource.REVOKED, None, _evidence(m[0]))
+    return None
+
+
+def _rate_limit(text: str, envelope: Envelope | None, now: datetime) -> LimitSignal | None:
+    for source in _texts(text, envelope):
+        m = _LIMIT.search(source)
+        if m:
+            return LimitSignal(
+                CapacitySource.RATE_LIMIT, _reset_from(m["rest"], now), _evidence(m[0])
+            )
+    if envelope is not None and envelope.api_error_status in _RATE_LIMITED:
+        line = envelope.result.strip().splitlines()[0] if envelope.result.strip() else ""
+        return LimitSignal(
+            CapacitySource.RATE_LIMIT,
+            None,
+            _evidence(f"api_error_status={envelope.api_error_status} {line}"),
+        )
+    return None
+
+
+def detect_limit(text: str, envelope: Envelope | None, now: datetime) -> LimitSignal | None:
+    """The capacity signal in a run's capture, or None.
+
+    Revocation is checked first: calling a revocation a rate limit tells someone to wait out what a
+    clock will never clear, which D8 calls worse than saying nothing.
+    """
+    return _revoked(text, envelope) or _rate_limit(text, envelope, now)
+
+
+def is_clean(exit_code: int, text: str, envelope: Envelope | None) -> bool:
+    """A run that may clear the capacity file: exit 0 **and** no limit signature (D8 property 1)."""
+    epoch = datetime(2000, 1, 1, tzinfo=UTC)  # detection does not depend on the clock, only resets
+    return exit_code == 0 and detect_limit(text, envelope, epoch) is None
+
+
+def to_capacity(signal: LimitSignal, *, now: datetime, issue: int | None) -> Capacity:
+    """The state-file value for a signal seen by the run of ``issue`` at ``now``."""
+    return Capacity(signal.source, signal.reset_at, signal.evidence, utc(now), issue)
+
+
+# -- the state file ----------------------------------------------------------------------------
+
+
+def capacity_path(state_dir: Path) -> Path:
+    return Path(state_dir) / CAPACITY_FILE
+
+
+def write_capacity(path: Path, cap: Capacity) -> None:
+    """Write the file atomically (temp file in the same directory, fsync, rename): a dispatcher
+    reading concurrently sees the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "source": cap.source.value,
+        "reset_at": iso(cap.reset_at),
+        "evidence": cap.evidence,
+        "written_at": iso(cap.written_at),
+        "issue": cap.issue,
+    }
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, ensure_ascii=False, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _capacity_from(data: object) -> Capacity:
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    source = CapacitySource(data.get("source"))  # ValueError on an unknown source
+    evidence, issue = data.get("evidence", ""), data.get("issue")
+    if not isinstance(evidence, str):
+        raise ValueError("evidence is not a string")
+    if issue is not None and (isinstance(issue, bool) or not isinstance(issue, int)):
+        raise ValueError("issue is not an integer")
+    stamps = [data.get("reset_at"), data.get("written_at")]
+    if any(s is not None and not isinstance(s, str) for s in stamps):
+        raise ValueError("reset_at/written_at is not an ISO timestamp")
+    return Capacity(source, parse_iso(stamps[0]), evidence, parse_iso(stamps[1]), issue)
+
+
+def read_capacity(path: Path) -> tuple[Capacity | None, str | None]:
+    """(capacity, None) when dark; (None, None) when no file; (None, warning) when the file exists
+    but cannot be read — the guard fails OPEN on its own outage and says why (D5)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"capacity file {path} unreadable, treated as not dark: {err}"
+    try:
+        return _capacity_from(json.loads(text)), None
+    except (ValueError, TypeError) as err:
+        return None, f"capacity file {path} garbled, treated as not dark: {err}"
+
+
+def clear_capacity(path: Path) -> bool:
+    """Delete the file after a clean run; True when there was one to delete."""
+    try:
+        Path(path).unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _span(delta: timedelta) -> str:
+    minutes = int(abs(delta).total_seconds() // 60)
+    if minutes < 1:
+        return "<1m"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+
+
+def _stamp(ts: datetime) -> str:
+    return utc(ts).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def describe(cap: Capacity, now: datetime, *, path: Path | None = None) -> str:
+    """The refusal message: one remedy per source, because the remedies are opposite (D8 prop. 3)."""
+    where = str(path) if path is not None else "the capacity file"
+    if cap.source is CapacitySource.REVOKED:
+        return (
+            "dark: entitlement revoked — a clock will not clear this; "
+            f"renew the credential and delete {where} (evidence: {cap.evidence})"
+        )
+    if cap.reset_at is None:
+        return f"dark: rate limit, reset unknown (evidence: {cap.evidence})"
+    left = utc(cap.reset_at) - utc(now)
+    if left.total_seconds() <= 0:
+        return f"dark: rate limit, stated reset {_stamp(cap.reset_at)} passed {_span(left)} ago"
+    return f"dark: rate limit until {_stamp(cap.reset_at)} (in {_span(left)})"
+
+
+def parse_capacity(text: str, *, where: str) -> tuple[Capacity | None, str | None]:
+    """The capacity file's text as read from a worker by the dispatcher's probe (check 4).
+
+    Same contract as :func:`read_capacity`: garbage fails OPEN (not dark) with a warning (D5).
+    """
+    try:
+        return _capacity_from(json.loads(text)), None
+    except (ValueError, TypeError) as err:
+        return None, f"capacity file {where} garbled, treated as not dark: {err}"

@@ -1,0 +1,173 @@
+"""Find the agent's JSON result envelope in a noisy capture, and parse it exactly once (run step 7).
+
+The runner captures the agent's stdout and stderr merged, so the envelope arrives wrapped in noise:
+log lines (some with a stray ``{``), an API error body that is itself JSON, a pretty-printed object,
+a truncated tail. A whole-capture ``json.loads`` fails on a *successful* run (D7), so this module
+scans for well-formed top-level JSON objects anywhere in the text and keeps the last one whose
+``type`` is ``"result"``.
+
+Three outcomes, three names (D20):
+
+* ``ENVELOPE`` — a result envelope was found and its fields have the documented types.
+* ``NO_ENVELOPE`` — nothing that is or starts a result envelope. This is D7's proof of zero turns:
+  the CLI prints an envelope for every run that reached the model, a first-request failure prints
+  none. JSON objects of other types (``{"type":"error",...}`` after ``API Error: 529``, stream-json
+  events) are noise, not an envelope: a failed call's error *body* is JSON too (D5's type check).
+* ``GARBLED`` — something result-shaped was there but cannot be read: a result object with wrong
+  field types, or a result object cut off mid-print. Turns are then *unknown*, not zero — a function
+  that could not check says so (ARCHITECTURE, D20) — so a garbled capture never licenses a retry.
+
+The one parse feeds both the retry gate and the close-out, so the two cannot disagree (D7, step 7).
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+_DECODER = json.JSONDecoder()
+
+# A result object that started printing but never finished: the envelope was cut off (killed
+# mid-write, a full pipe). Searched only in the text between complete top-level objects.
+_RESULT_FRAGMENT = re.compile(r'"type"\s*:\s*"result"')
+
+# How much of an offending value a detail line quotes: enough to recognise, short enough for a log.
+_DETAIL_CHARS = 120
+
+
+class CaptureKind(StrEnum):
+    ENVELOPE = "envelope"
+    NO_ENVELOPE = "no-envelope"
+    GARBLED = "garbled"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The fields of a result envelope that fleet branches on (notes/agent-facts.md).
+
+    ``raw`` is the whole object re-serialised with sorted keys: a string keeps the value frozen and
+    hashable, and :meth:`data` gives a fresh dict to anyone who needs a field not modelled here.
+    """
+
+    subtype: str
+    is_error: bool
+    num_turns: int
+    result: str
+    api_error_status: int | None
+    terminal_reason: str | None
+    session_id: str | None
+    total_cost_usd: float | None
+    raw: str
+
+    @property
+    def turns_consumed(self) -> int:
+        return self.num_turns
+
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.raw)
+
+
+@dataclass(frozen=True)
+class Capture:
+    kind: CaptureKind
+    envelope: Envelope | None
+    detail: str
+
+    @property
+    def zero_turns(self) -> bool | None:
+        """True = proven zero turns (no envelope, or ``num_turns == 0``); None = could not check."""
+        if self.kind is CaptureKind.NO_ENVELOPE:
+            return True
+        if self.envelope is None:
+            return None
+        return self.envelope.num_turns == 0
+
+
+def _objects(text: str) -> list[tuple[int, int, Any]]:
+    """Every well-formed top-level JSON object in ``text`` as (start, end, value), in order.
+
+    A ``{`` that does not open a valid object (a log line, a truncated tail) is skipped one
+    character at a time; a valid object is skipped whole, so objects nested in it are not top-level.
+    JSON strings cannot hold a raw newline, so a broken string never swallows the lines after it.
+    """
+    found: list[tuple[int, int, Any]] = []
+    i = text.find("{")
+    while i != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            i = text.find("{", i + 1)
+            continue
+        found.append((i, end, value))
+        i = text.find("{", end)
+    return found
+
+
+def _gaps(text: str, objects: list[tuple[int, int, Any]]) -> list[str]:
+    """The stretches of ``text`` that lie outside every complete top-level object."""
+    gaps, at = [], 0
+    for start, end, _value in objects:
+        gaps.append(text[at:start])
+        at = end
+    gaps.append(text[at:])
+    return gaps
+
+
+def _clip(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 3] + "..."
+
+
+def _field(obj: dict[str, Any], name: str, types: tuple[type, ...], default: Any) -> Any:
+    """``obj[name]`` when it has one of ``types`` (bool is never an int here); raise otherwise."""
+    if name not in obj or obj[name] is None:
+        return default
+    value = obj[name]
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise TypeError(f"{name} is {_clip(value)}, expected {'/'.join(t.__name__ for t in types)}")
+    return value
+
+
+def envelope_from(obj: dict[str, Any]) -> Envelope:
+    """Build an :class:`Envelope` from a decoded result object; ``TypeError`` names a bad field."""
+    cost = _field(obj, "total_cost_usd", (int, float), None)
+    return Envelope(
+        subtype=_field(obj, "subtype", (str,), ""),
+        is_error=_field(obj, "is_error", (bool,), False),
+        num_turns=_field(obj, "num_turns", (int,), 0),
+        result=_field(obj, "result", (str,), ""),
+        api_error_status=_field(obj, "api_error_status", (int,), None),
+        terminal_reason=_field(obj, "terminal_reason", (str,), None),
+        session_id=_field(obj, "session_id", (str,), None),
+        total_cost_usd=None if cost is None else float(cost),
+        raw=json.dumps(obj, sort_keys=True, ensure_ascii=False),
+    )
+
+
+def parse_capture(text: str) -> Capture:
+    """Classify a merged stdout+stderr capture; never raises on any input."""
+    objects = _objects(text)
+    results = [
+        (s, e, o) for s, e, o in objects if isinstance(o, dict) and o.get("type") == "result"
+    ]
+    ignored = len(objects) - len(results)
+    if results:
+        _start, _end, obj = results[-1]
+        try:
+            envelope = envelope_from(obj)
+        except TypeError as err:
+            return Capture(CaptureKind.GARBLED, None, f"result envelope with a bad field: {err}")
+        return Capture(
+            CaptureKind.ENVELOPE,
+            envelope,
+            f"result envelope: subtype={envelope.subtype!r} is_error={envelope.is_error} "
+            f"num_turns={envelope.num_turns}",
+        )
+    if any(_RESULT_FRAGMENT.search(gap) for gap in _gaps(text, objects)):
+        return Capture(CaptureKind.GARBLED, None, "a result envelope starts but never completes")
+    noise = f" ({ignored} non-result JSON object(s) ignored)" if ignored else ""
+    return Capture(CaptureKind.NO_ENVELOPE, None, f"no result envelope in the capture{noise}")

@@ -1,0 +1,131 @@
+"""Derive a run's outcome from the forge, never from the exit code or the model's claim (step 8).
+
+Completion is a merged PR whose body closes the issue (D2), attributed by time (D16): only a PR
+created at or after ``RUN_STARTED_AT`` can be this run's. The rules, first match wins:
+
+1. an external signal → ``STOPPED``: a deliberate stop claims nothing about the work (D12);
+2. the run timed out → ``TIMED_OUT``;
+3. zero turns (no envelope, or ``num_turns == 0``) → no artifact can be this run's, structurally
+   (D16): ``CAPACITY`` on a limit, ``RETRY_PARKED`` when the gate retries, else ``FAILED``/``NO_OP``
+   by exit code. A *garbled* capture proves nothing about turns, so it skips this rule and lets the
+   forge speak: a merged PR after the start is evidence the model cannot forge;
+4. an own-repository PR created at/after the start: merged → ``SUCCESS``; open → ``PR_OPEN`` (an open
+   PR is not finished, D2);
+5. a merged PR of *another* repository created after the start → ``TOMBSTONE_RISK``: a cross-repo
+   closing reference cannot close the issue, and a success marker on an issue that stays open is a
+   tombstone (D6);
+6. a limit → ``CAPACITY``; a declared blocker → ``BLOCKED`` (D9); a garbled capture → ``GARBLED``;
+   a non-zero exit or ``is_error`` → ``FAILED``; otherwise ``NO_OP`` — no PR is never a success.
+
+Pure: the runner's shell gathers the values, this function only decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from fleet.model import PRState, PullRequest, utc
+from fleet.runner.capacity import LimitSignal
+from fleet.runner.envelope import Capture, CaptureKind
+from fleet.runner.retry import RetryDecision
+
+
+class Outcome(StrEnum):
+    SUCCESS = "success"
+    PR_OPEN = "pr-open"
+    NO_OP = "no-op"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    CAPACITY = "capacity"
+    RETRY_PARKED = "retry-parked"
+    STOPPED = "stopped"
+    TIMED_OUT = "timed-out"
+    GARBLED = "garbled"
+    TOMBSTONE_RISK = "tombstone-risk"
+
+
+@dataclass(frozen=True)
+class OutcomeDecision:
+    outcome: Outcome
+    pr: PullRequest | None  # the PR the outcome rests on, if any
+    detail: str
+
+
+def _this_runs(prs: Sequence[PullRequest], started: datetime) -> list[PullRequest]:
+    """PRs created at or after the run's start, oldest first (D16: created-before is not ours)."""
+    return sorted((p for p in prs if utc(p.created_at) >= started), key=lambda p: p.created_at)
+
+
+def _limit_detail(limit: LimitSignal) -> str:
+    reset = "unknown" if limit.reset_at is None else utc(limit.reset_at).isoformat()
+    return f"{limit.source.value} (reset {reset}): {limit.evidence}"
+
+
+def _zero_turns(
+    capture: Capture, exit_code: int | None, limit: LimitSignal | None, retry: RetryDecision | None
+) -> OutcomeDecision:
+    why = f"zero turns ({capture.detail}), so no artifact can be this run's"
+    if limit is not None:
+        return OutcomeDecision(Outcome.CAPACITY, None, f"{why}; {_limit_detail(limit)}")
+    if retry is not None and retry.retry:
+        return OutcomeDecision(Outcome.RETRY_PARKED, None, f"{why}; {retry.reason}")
+    if exit_code != 0:
+        return OutcomeDecision(Outcome.FAILED, None, f"{why}; exit {exit_code}")
+    return OutcomeDecision(Outcome.NO_OP, None, f"{why}; exit 0")
+
+
+def derive_outcome(
+    *,
+    prs: Sequence[PullRequest],
+    run_started_at: datetime,
+    capture: Capture,
+    exit_code: int | None,
+    signal: str | None,
+    timed_out: bool,
+    limit: LimitSignal | None,
+    retry: RetryDecision | None,
+    declared_blocker: dict | None,
+) -> OutcomeDecision:
+    """The terminal outcome of one run; ``prs`` are the PRs whose bodies close the issue."""
+    if signal is not None:
+        return OutcomeDecision(
+            Outcome.STOPPED, None, f"stopped by {signal}; no claim about the work"
+        )
+    if timed_out:
+        return OutcomeDecision(Outcome.TIMED_OUT, None, "the run hit its time limit")
+    if capture.zero_turns is True:
+        return _zero_turns(capture, exit_code, limit, retry)
+
+    started = utc(run_started_at)
+    ours = _this_runs(prs, started)
+    own = [p for p in ours if p.repository == ""]
+    merged = [p for p in own if p.merged]
+    if merged:
+        pr = merged[-1]
+        return OutcomeDecision(Outcome.SUCCESS, pr, f"PR #{pr.number} merged, created after start")
+    still_open = [p for p in own if p.state is PRState.OPEN and not p.merged]
+    if still_open:
+        pr = still_open[-1]
+        return OutcomeDecision(Outcome.PR_OPEN, pr, f"PR #{pr.number} is open: not finished (D2)")
+    foreign = [p for p in ours if p.repository != "" and p.merged]
+    if foreign:
+        pr = foreign[-1]
+        return OutcomeDecision(
+            Outcome.TOMBSTONE_RISK,
+            pr,
+            f"PR {pr.repository}#{pr.number} merged in another repository: "
+            "a cross-repo reference cannot close this issue",
+        )
+
+    if limit is not None:
+        return OutcomeDecision(Outcome.CAPACITY, None, _limit_detail(limit))
+    if declared_blocker is not None:
+        return OutcomeDecision(Outcome.BLOCKED, None, f"declared blocker: {declared_blocker}")
+    if capture.kind is CaptureKind.GARBLED:
+        return OutcomeDecision(Outcome.GARBLED, None, capture.detail)
+    if exit_code != 0 or (capture.envelope is not None and capture.envelope.is_error):
+        return OutcomeDecision(Outcome.FAILED, None, f"no PR; exit {exit_code}; {capture.detail}")
+    return OutcomeDecision(Outcome.NO_OP, None, "no PR created after the start: a no-op")

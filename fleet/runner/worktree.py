@@ -1,0 +1,89 @@
+"""One workspace per run (D10): a git worktree detached at a fresh origin/main, verified before the
+agent gets it, and on release removed when clean, kept and named when it holds uncommitted work.
+
+Three details from D10: detached HEAD (a named branch can be checked out in one worktree only);
+the clone path resolved physically (git writes the worktree's pointer from the path it resolved
+through, so a symlinked clone mints a pointer to a path that does not exist); and a verification
+that git works inside the new tree, because a broken pointer is invisible from inside a run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleet.inventory import Inventory, WorkerConfig
+
+# Bounds one git step on a local clone; a fetch of a large repo is the slowest we run.
+GIT_TIMEOUT_S = 300
+
+
+class WorktreeError(Exception):
+    """The workspace could not be made or did not verify; the message says which step."""
+
+
+@dataclass(frozen=True)
+class Worktree:
+    clone: Path
+    path: Path
+    base: str  # the origin/main commit it is detached at
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    try:
+        res = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise WorktreeError(f"git {' '.join(args[:2])}: {exc}") from exc
+    if res.returncode != 0:
+        tail = (res.stderr or res.stdout).strip().splitlines()
+        raise WorktreeError(
+            f"git {' '.join(args[:3])} exited {res.returncode}: {tail[-1] if tail else 'no output'}"
+        )
+    return res.stdout.strip()
+
+
+def make_worktree(worker: WorkerConfig, inv: Inventory, issue: int, run_id: str) -> Worktree:
+    clone = Path(os.path.realpath(os.path.expanduser(worker.clone)))  # physically (D10.2)
+    if not (clone / ".git").exists() and not (clone / "HEAD").exists():
+        origin = inv.board.origin
+        if origin is None:
+            raise WorktreeError(f"clone {clone} is missing and the board names no origin")
+        clone.parent.mkdir(parents=True, exist_ok=True)
+        _git("clone", "-q", "--", str(origin), str(clone))
+    _git("fetch", "-q", "origin", cwd=clone)
+    base = _git("rev-parse", "--verify", "origin/main", cwd=clone)
+    root = Path(os.path.realpath(os.path.expanduser(worker.state_dir))) / "worktrees"
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"{issue}-{run_id}"
+    _git("worktree", "add", "--detach", "-q", str(path), base, cwd=clone)  # detached (D10.1)
+    # D10.3: verify git works in the new tree and sits where we asked, at the commit we asked.
+    top = _git("rev-parse", "--show-toplevel", cwd=path)
+    head = _git("rev-parse", "HEAD", cwd=path)
+    if Path(top) != path or head != base:
+        raise WorktreeError(f"worktree {path} did not verify (toplevel {top}, HEAD {head})")
+    return Worktree(clone, path, base)
+
+
+def release_worktree(wt: Worktree) -> bool:
+    """Remove a clean worktree; keep a dirty one. Returns True when it was kept (D10: keep, do
+    not wipe — the inverse of the silent wipe)."""
+    try:
+        dirty = _git("status", "--porcelain", cwd=wt.path)
+    except WorktreeError:
+        return True  # cannot tell: keeping is the safe side
+    if dirty:
+        return True
+    try:
+        _git("worktree", "remove", str(wt.path), cwd=wt.clone)
+    except WorktreeError:
+        return True
+    return False

@@ -1,0 +1,218 @@
+"""Selection: seed 003's predicates 1–11 over one frozen snapshot. Pure: no I/O, no clock.
+
+``select(snapshot) -> Plan``. Every open issue ends in the plan either as a dispatch decision (issue,
+worker, why that worker) or as a :class:`Waiting` naming the first predicate that holds it, in the
+operator's words. The dispatcher re-checks every guard against fresh data under the fleet lock (D15):
+this plan is the scheduler's proposal, not a permission.
+
+There is no concurrency cap here (D13): a worker with runs going is as eligible as an idle one. The
+only spreading is a tie-break — among healthy workers of the right lane, the one with the fewest live
+and planned units — which changes where work goes, never how much.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import datetime
+
+from fleet.closing import defuse
+from fleet.markers import History, Kind, WordKind, history, is_tombstone, parked_until
+from fleet.model import Dispatch, Halt, Issue, Plan, Snapshot, Status, Waiting, WorkerView
+
+# Operator-facing state words (fleet-status prints them; seed 001 §11: name every shape).
+ELIGIBLE = "eligible"
+HALTED = "halted"
+NOT_QUEUED = "not-queued"
+LANE_UNKNOWN = "lane-unknown"
+PARENT_OPEN = "parent-open"
+BLOCKED = "blocked"
+RUNNING = "running"
+LATCHED = "latched"
+TOMBSTONE = "tombstone"
+EXHAUSTED = "exhausted"
+PARKED = "parked"
+HELD = "held"
+DARK = "dark"
+UNREACHABLE = "unreachable"
+GROUPER = "grouper"
+FIXTURE = "fixture"
+SWITCH = "kill-switch"
+
+_LATCH_WORDS = {
+    Kind.START: "a run started and has not posted its terminal",
+    Kind.SUCCESS: "success marker",
+    Kind.BLOCKED: "the last run declared a blocker",
+    Kind.NO_OP: "the last run produced nothing (no-op)",
+    Kind.CANCELLED: "cancelled by an operator",
+    Kind.PR_OPEN: "the last run left a PR open",
+    Kind.CROSS_REPO: "merged in another repository, which cannot close this issue",
+    Kind.DO_NOT_DISPATCH: "title marked do-not-dispatch",
+}
+
+
+def issue_halts(issues: Iterable[Issue], halt_title: str) -> tuple[Halt, ...]:
+    """The second kill switch: an open issue with the configured title, read from the page the
+    scheduler already fetched (zero extra calls)."""
+    wanted = halt_title.strip().casefold()
+    return tuple(
+        Halt("issue", i.body.strip() or None, i.created_at, None, f"#{i.number}")
+        for i in issues
+        if i.is_open and i.title.strip().casefold() == wanted
+    )
+
+
+def healthy(workers: Iterable[WorkerView]) -> tuple[WorkerView, ...]:
+    return tuple(w for w in workers if w.reachable and not w.dark)
+
+
+def _latched(h: History) -> str | None:
+    last = h.last
+    if last is None or last.kind is not WordKind.MARKER or last.marker is None:
+        return None
+    return _LATCH_WORDS.get(last.marker.kind)
+
+
+def _hold(issue: Issue, snap: Snapshot) -> str | None:
+    policy = snap.policy
+    if policy.fixture_label in issue.labels:
+        return f"labelled {policy.fixture_label} (a test fixture is never work)"
+    holds = [lbl for lbl in issue.labels if lbl in policy.hold_labels]
+    if holds:
+        return f"hold label {holds[0]!r}"
+    if issue.assignees:
+        return f"assigned to {', '.join(issue.assignees)} (a human owns it)"
+    if policy.do_not_dispatch and policy.do_not_dispatch.casefold() in issue.title.casefold():
+        return f"title marked {policy.do_not_dispatch}"
+    return None
+
+
+def _closed(state: object) -> bool:
+    return str(state) == "closed"
+
+
+def _reason(
+    issue: Issue, snap: Snapshot, lanes: set[str], any_healthy: bool, h: History
+) -> Waiting | None:
+    n, p = issue.number, snap.policy
+    if issue.title.strip().casefold() == p.halt_title.strip().casefold():
+        return Waiting(n, 0, SWITCH, "this issue is the halt switch itself")
+    # 9 (fixture only, checked first): a probe must never look like anything but a fixture.
+    if p.fixture_label in issue.labels:
+        return Waiting(n, 9, FIXTURE, f"labelled {p.fixture_label} (a test fixture is never work)")
+    # 1
+    if issue.status != Status.TODO.value:
+        return Waiting(n, 1, NOT_QUEUED, f"status is {issue.status or 'unset'!r}, not 'Todo'")
+    # 2
+    if issue.lane and issue.lane not in lanes:
+        return Waiting(n, 2, LANE_UNKNOWN, f"lane {issue.lane!r} names no worker in the inventory")
+    # 3 — the seed's wording: "the parent is open, or there is none": a closed parent means the
+    # grouping was disposed of, so its children are not work any more.
+    if issue.parent is not None and _closed(issue.parent.state):
+        return Waiting(n, 3, PARENT_OPEN, f"parent #{issue.parent.number} is closed")
+    # 4
+    if issue.open_blockers:
+        refs = ", ".join(f"#{b}" for b in issue.open_blockers)
+        return Waiting(n, 4, BLOCKED, f"blocked by {refs} (open)")
+    # 5
+    live = snap.live_units(n)
+    if live:
+        where = ", ".join(f"{u.worker}/{u.master}" for u in live)
+        return Waiting(n, 5, RUNNING, f"running on {where}")
+    # 6
+    latch = _latched(h)
+    if latch is not None:
+        if is_tombstone(issue, h):
+            return Waiting(n, 6, TOMBSTONE, "success marker on an open issue (tombstone, D6)")
+        return Waiting(n, 6, LATCHED, latch)
+    # 7
+    if h.attempts >= p.attempt_cap:
+        return Waiting(n, 7, EXHAUSTED, f"{h.attempts} attempts of {p.attempt_cap} spent")
+    # 8
+    if h.park is not None:
+        return Waiting(n, 8, PARKED, "park latch not released (post a line 'fleet:release')")
+    due = parked_until(h)
+    if due is not None and due > snap.now:
+        return Waiting(n, 8, PARKED, f"retry parked until {due.isoformat(timespec='seconds')}")
+    # 9
+    hold = _hold(issue, snap)
+    if hold is not None:
+        return Waiting(n, 9, HELD, hold)
+    # 10
+    if not any_healthy:
+        if any(w.reachable for w in snap.workers):
+            return Waiting(n, 10, DARK, "every reachable worker is capacity-dark")
+        return Waiting(n, 10, UNREACHABLE, "no worker is reachable")
+    # 11
+    if issue.open_sub_issues:
+        refs = ", ".join(f"#{s}" for s in issue.open_sub_issues)
+        return Waiting(n, 11, GROUPER, f"has open sub-issues {refs} (a grouper is not the work)")
+    return None
+
+
+def _choose(issue: Issue, pool: tuple[WorkerView, ...], load: dict[str, int]) -> tuple[str, str]:
+    """Lane first for locality, then any healthy worker (predicate 2's lesson)."""
+    # Predicate 2 accepts a lane that names a worker's lane or the worker itself; both are locality.
+    in_lane = [w for w in pool if issue.lane and issue.lane in (w.lane, w.name)]
+    candidates, why = (in_lane, f"lane {issue.lane}") if in_lane else (list(pool), "")
+    if not why:
+        why = "no lane" if not issue.lane else f"lane {issue.lane} has no healthy worker; any"
+    best = min(candidates, key=lambda w: (load[w.name], w.name))
+    return best.name, f"{why}; {load[best.name]} unit(s) live or planned there"
+
+
+def select(snap: Snapshot) -> Plan:
+    """Predicates 1–11 over one snapshot, in one pass."""
+    open_issues = tuple(i for i in snap.issues if i.is_open)
+    halts = tuple(snap.halts) + issue_halts(open_issues, snap.policy.halt_title)
+    if snap.board_error is not None:
+        return Plan(board_error=snap.board_error, halts=halts)
+    lanes = {w.lane for w in snap.workers} | {w.name for w in snap.workers}
+    pool = healthy(snap.workers)
+    load = {w.name: sum(1 for u in w.units if u.live) for w in snap.workers}
+    dispatch: list[Dispatch] = []
+    waiting: list[Waiting] = []
+    tombstones: list[int] = []
+    for issue in sorted(open_issues, key=lambda i: i.number):
+        h = history(issue, snap.policy.identity)
+        # The tombstone detector (D6) reports every open issue whose last word is a success, not
+        # only those that reach predicate 6: one whose Status already moved off Todo, or that is
+        # blocked, is still a tombstone holding its dependants.
+        if is_tombstone(issue, h):
+            tombstones.append(issue.number)
+        why = _reason(issue, snap, lanes, bool(pool), h)
+        if why is None and halts:
+            why = Waiting(issue.number, 0, HALTED, _halt_line(halts[0], snap))
+        if why is not None:
+            # Reasons quote board text (a lane, a halt reason): never a live closing keyword (D14).
+            waiting.append(replace(why, reason=defuse(why.reason)))
+            continue
+        worker, because = _choose(issue, pool, load)
+        load[worker] += 1
+        dispatch.append(Dispatch(issue.number, worker, defuse(because)))
+    return Plan(tuple(dispatch), tuple(waiting), tuple(tombstones), halts)
+
+
+def _halt_line(h: Halt, snap: Snapshot) -> str:
+    return halt_line(h, snap.now)
+
+
+def halt_line(h: Halt, now: datetime) -> str:
+    """Every halt line prints the reason and the switch's age (seed 003, kill switches)."""
+    reason = defuse(h.reason) if h.reason else "no reason was recorded"  # quoted text: D14
+    age = ""
+    if h.since is not None:
+        secs = max(0, int((now - h.since).total_seconds()))
+        age = f", set {_age(secs)} ago"
+    who = f" by {h.author}" if h.author else ""
+    return f"halted by {h.source} {h.where}{who}{age}: {reason}"
+
+
+def _age(secs: int) -> str:
+    if secs < 120:
+        return f"{secs}s"
+    if secs < 7200:
+        return f"{secs // 60}m"
+    if secs < 172800:
+        return f"{secs // 3600}h{(secs % 3600) // 60:02d}m"
+    return f"{secs // 86400}d{(secs % 86400) // 3600:02d}h"

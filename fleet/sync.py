@@ -1,0 +1,82 @@
+"""Clone sync on a worker (pre-flight check 9, run step 1): shell builders and parsers, pure.
+
+Verify the outcome, never the exit code (D11): a fetch can exit 0 against a stale remote ref, so the
+script compares the fetched ref with what the remote says ``main`` is *now*, and prints one token:
+``fleet-sync:ok <sha>``, ``fleet-sync:stashed <sha>`` (a dirty tree was stashed, never discarded,
+then synced) or ``fleet-sync:failed <why>``. The script always exits 0; no token means nothing ran.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from enum import StrEnum
+
+TOKEN = "fleet-sync:"
+
+
+class SyncState(StrEnum):
+    OK = "ok"
+    STASHED = "stashed"
+    FAILED = "failed"
+    NOTHING_RAN = "nothing-ran"
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    state: SyncState
+    detail: str
+
+    @property
+    def synced(self) -> bool:
+        return self.state in (SyncState.OK, SyncState.STASHED)
+
+
+def sync_command(clone: str, *, origin: str | None, branch: str = "main", note: str = "") -> str:
+    """Make ``clone`` exist and sit detached at a verified-fresh ``origin/<branch>``.
+
+    ``origin`` is used only to create a missing clone. A dirty tree is stashed with a message that
+    names the run about to start (D10: the pre-flight that ran ``reset --hard`` inside a live tree
+    destroyed five edits; ours never discards).
+    """
+    c, b = shlex.quote(clone), shlex.quote(branch)
+    msg = shlex.quote(f"fleet: stashed before {note}".strip())
+    fail = f"echo {TOKEN}failed"
+    create = (
+        f"{fail} 'clone missing and no origin to clone from'; exit 0"
+        if not origin
+        else f"git clone -q -- {shlex.quote(origin)} {c} >/dev/null 2>&1 || "
+        f"{{ {fail} 'git clone failed'; exit 0; }}"
+    )
+    return (
+        f"if ! git -C {c} rev-parse --git-dir >/dev/null 2>&1; then {create}; fi; "
+        f"cd {c} || {{ {fail} 'cannot enter clone'; exit 0; }}; "
+        "stashed=''; "
+        'if [ -n "$(git status --porcelain 2>/dev/null)" ]; then '
+        f"git stash push -u -q -m {msg} >/dev/null 2>&1 && stashed=1 || "
+        f"{{ {fail} 'dirty tree could not be stashed'; exit 0; }}; fi; "
+        f"git fetch -q origin >/dev/null 2>&1 || {{ {fail} 'fetch failed'; exit 0; }}; "
+        f"want=$(git ls-remote origin refs/heads/{b} 2>/dev/null | cut -f1); "
+        f"have=$(git rev-parse -q --verify origin/{b} 2>/dev/null); "
+        f'if [ -z "$want" ] || [ "$want" != "$have" ]; then '
+        f'{fail} "stale: origin/{branch} is ${{have:-none}}, remote has ${{want:-none}}"; exit 0; fi; '
+        f"git checkout -q --detach origin/{b} >/dev/null 2>&1 || "
+        f"{{ {fail} 'checkout of origin/{branch} failed'; exit 0; }}; "
+        f'if [ -n "$stashed" ]; then echo "{TOKEN}stashed $have"; else echo "{TOKEN}ok $have"; fi; '
+        "exit 0"
+    )
+
+
+def parse_sync(stdout: str | None) -> SyncResult:
+    if stdout is None:
+        return SyncResult(SyncState.NOTHING_RAN, "the transport could not run the sync")
+    for line in stdout.splitlines():
+        line = line.strip()
+        if not line.startswith(TOKEN):
+            continue
+        word, _, rest = line[len(TOKEN) :].partition(" ")
+        try:
+            return SyncResult(SyncState(word), rest.strip())
+        except ValueError:
+            continue
+    return SyncResult(SyncState.NOTHING_RAN, "no fleet-sync token in the output: nothing ran")

@@ -1,0 +1,102 @@
+"""Named, supervised units ``task-<issue>`` on a worker (D3, D4), behind one Supervisor Protocol.
+
+Two backends, chosen per worker (the inventory may force one): systemd ``--user`` where the
+master's user manager answers, else the portable supervisor (``python -m fleet.units``), which
+gives the same guarantees with a kernel lock, a detached subreaper and a run time limit.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from fleet.units.base import (
+    Claim,
+    ClaimCode,
+    StopResult,
+    Supervisor,
+    SupervisorError,
+    UnitsParseError,
+    issue_of,
+    unit_name,
+)
+from fleet.units.portable import PortableSupervisor
+from fleet.units.systemd import (
+    NOTIFIER_TEMPLATE,
+    SystemdSupervisor,
+    notifier_install_command,
+    notifier_unit_text,
+)
+
+if TYPE_CHECKING:  # the worker side (python -m fleet.units) must start without fabric
+    from fleet.transport import Transport
+
+__all__ = [
+    "KINDS",
+    "NOTIFIER_TEMPLATE",
+    "Claim",
+    "ClaimCode",
+    "PortableSupervisor",
+    "StopResult",
+    "Supervisor",
+    "SupervisorError",
+    "SystemdSupervisor",
+    "UnitsParseError",
+    "choose_supervisor",
+    "detect_command",
+    "issue_of",
+    "notifier_install_command",
+    "notifier_unit_text",
+    "unit_name",
+]
+
+KINDS = ("auto", "systemd", "portable")
+# Bounds the detection round trip: show-environment answers in milliseconds or not at all.
+DETECT_TIMEOUT_S = 20.0
+
+
+def detect_command() -> str:
+    """Succeeds only where a systemd user manager answers over this transport (no bus = fail)."""
+    return "systemctl --user show-environment >/dev/null 2>&1"
+
+
+def choose_supervisor(
+    transport: Transport,
+    *,
+    worker: str,
+    master: str,
+    state_dir: str,
+    python: str,
+    kind: str = "auto",
+    notify: bool = False,
+) -> Supervisor:
+    """The worker's supervisor: ``kind`` from the inventory, or ``auto`` — systemd when
+    ``systemctl --user show-environment`` works over this transport, else portable.
+
+    ``notify`` wires the on-failure alarm (D3 property 4): systemd's ``OnFailure=`` points at
+    :data:`NOTIFIER_TEMPLATE` (install it first), the portable supervisor runs the same
+    ``python -m fleet.units notify``. A TransportError from the detection propagates: an
+    unreachable worker is not a worker without systemd (D20).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"supervisor kind must be one of {KINDS}, got {kind!r}")
+    if kind == "auto":
+        kind = (
+            "systemd"
+            if transport.run(detect_command(), timeout=DETECT_TIMEOUT_S).ok
+            else "portable"
+        )
+    if kind == "systemd":
+        notifier = NOTIFIER_TEMPLATE if notify else None
+        return SystemdSupervisor(transport, worker=worker, master=master, notifier=notifier)
+    portable_notifier = (
+        shlex.join([python, "-m", "fleet.units", "notify"]) + ' "$FLEET_UNIT"' if notify else None
+    )
+    return PortableSupervisor(
+        transport,
+        worker=worker,
+        master=master,
+        state_dir=state_dir,
+        python=python,
+        notifier=portable_notifier,
+    )

@@ -1,0 +1,325 @@
+"""fleet's invoke tasks: thin wrappers only; every decision lives in ``fleet/``.
+
+``invoke X`` and ``fleet X`` are the same command (``fleet`` is an invoke Program over this
+collection). Every task takes ``--inventory`` (default: $FLEET_INVENTORY or ./inventory.yaml).
+"""
+
+from __future__ import annotations
+
+from invoke import Collection, task
+
+INV = {"inventory": "inventory.yaml path (default: $FLEET_INVENTORY or ./inventory.yaml)"}
+
+
+# -- the queue --------------------------------------------------------------------------------
+@task(
+    help={
+        **INV,
+        "apply": "dispatch the plan (default: dry run, print it)",
+        "json": "one JSON object",
+    }
+)
+def schedule(c, apply=False, json=False, inventory=None):
+    """The sweeper: read the board once, probe the fleet once, plan, and (with --apply) dispatch."""
+    from fleet.cmd.sched import schedule as run
+
+    run(inventory, apply, json)
+
+
+@task(name="fleet-status", help={**INV, "json": "one JSON object", "issue": "only this issue"})
+def fleet_status(c, json=False, issue=None, inventory=None):
+    """Every worker and every open issue, each with its state and why it is not moving."""
+    from fleet.cmd.sched import status
+
+    status(inventory, json, int(issue) if issue else None)
+
+
+DISPATCH_HELP = """Refuse or launch one issue through the one dispatch path (D15).
+
+Exit codes (fleet/exits.py; docs/operations.md):
+  0 launched (or dry run passed)   10 halt file   11 halt issue   12 paused   13 draining
+  21 no such issue (check 1)        22 closed (2)  23 do-not-dispatch title (3, comments once)
+  24 worker dark: rate limit (4)    25 worker dark: revoked (4)     26 open blocker (5)
+  28 CI red (7)   30 unreachable (8)   31 no permission (8)   32 no runner (8)   33 clone unsynced (9)
+  41 unit live on this worker (10)  42 name held by a finished unit (10)  43 supervisor failed (10)
+  44 fleet lock held past its wait  45 no usable worker  46 unit live on another worker/master (6/10)
+  50 board unreadable
+"""
+
+
+@task(
+    help={
+        **INV,
+        "issue": "issue number",
+        "worker": "worker name (default: lane first, then any healthy)",
+        "dry_run": "run every check, launch nothing",
+        "json": "print one JSON object last",
+        "ignore_ci": "override check 7 (CI red)",
+    }
+)
+def dispatch(c, issue, worker=None, dry_run=False, json=False, ignore_ci=False, inventory=None):
+    from fleet.cmd.sched import dispatch_cmd
+
+    dispatch_cmd(inventory, int(issue), worker, dry_run, json, ignore_ci)
+
+
+dispatch.__doc__ = DISPATCH_HELP
+
+
+@task(help={"keep": "keep .fleet/demo from the last run instead of starting fresh"})
+def demo(c, keep=False):
+    """Run the main job on the embedded default: file sample issues and drain them until idle."""
+    from fleet.demo import run_demo
+
+    run_demo(keep=keep)
+
+
+@task(help={"k": "pytest -k expression", "docker": "also run the Docker harness tests"})
+def test(c, k=None, docker=False):
+    """Run the test suite (pytest)."""
+    import shlex
+    import sys
+
+    args = [sys.executable, "-m", "pytest", "-q"]
+    if k:
+        args += ["-k", k]
+    if docker:
+        args += ["-m", "docker or not docker"]
+    c.run(" ".join(shlex.quote(a) for a in args), pty=False)
+
+
+# -- board.* ------------------------------------------------------------------------------------
+@task(
+    name="add",
+    iterable=["label", "assignee"],
+    help={
+        **INV,
+        "title": "issue title",
+        "body": "issue body",
+        "label": "a label (repeatable)",
+        "lane": "worker lane",
+        "assignee": "assignee (repeatable)",
+        "status": "Todo | In progress | Done",
+        "fixture": "apply the fixture label at filing (predicate 9)",
+        "author": "author",
+    },
+)
+def board_add(
+    c,
+    title,
+    body="",
+    label=None,
+    lane=None,
+    assignee=None,
+    status="Todo",
+    fixture=False,
+    author=None,
+    inventory=None,
+):
+    """File an issue; prints its number."""
+    from fleet.cmd.board import add
+
+    add(inventory, title, body, label or [], lane, assignee or [], status, fixture, author)
+
+
+@task(name="show", help={**INV, "json": "one JSON object"})
+def board_show(c, number, json=False, inventory=None):
+    """Show one issue with its comments and markers."""
+    from fleet.cmd.board import show
+
+    show(inventory, int(number), json)
+
+
+@task(name="list", help={**INV, "state": "open | closed", "json": "one JSON array"})
+def board_list(c, state=None, json=False, inventory=None):
+    """List issues."""
+    from fleet.cmd.board import list_
+
+    list_(inventory, state, json)
+
+
+@task(name="comment", help={**INV, "author": "comment author (default operator)"})
+def board_comment(c, number, body, author=None, inventory=None):
+    """Comment on an issue (a line starting 'fleet:release' releases a latch)."""
+    from fleet.cmd.board import comment
+
+    comment(inventory, int(number), body, author)
+
+
+def _write(op):
+    def run(c, number, value=None, inventory=None):
+        from fleet.cmd.board import write
+
+        write(inventory, int(number), op, value)
+
+    return run
+
+
+@task(name="label", iterable=["label"], help=INV)
+def board_label(c, number, label=None, inventory=None):
+    """Add labels: board.label N --label hold [--label x]."""
+    from fleet.cmd.board import write
+
+    write(inventory, int(number), "label", label or [])
+
+
+@task(name="unlabel", help=INV)
+def board_unlabel(c, number, label, inventory=None):
+    """Remove one label."""
+    _write("unlabel")(c, number, label, inventory)
+
+
+@task(name="assign", iterable=["who"], help=INV)
+def board_assign(c, number, who=None, inventory=None):
+    """Set assignees (none = unassign)."""
+    from fleet.cmd.board import write
+
+    write(inventory, int(number), "assign", who or [])
+
+
+@task(name="block", help={**INV, "by": "the blocking issue", "remove": "remove the edge"})
+def board_block(c, number, by, remove=False, inventory=None):
+    """Add (or --remove) a blocked-by edge: NUMBER is blocked by --by."""
+    _write("unblock" if remove else "block")(c, number, by, inventory)
+
+
+@task(name="parent", help={**INV, "parent": "parent issue (0 = none)"})
+def board_parent(c, number, parent, inventory=None):
+    """Set an issue's parent (sub-issues)."""
+    _write("parent")(c, number, parent, inventory)
+
+
+@task(name="status", help=INV)
+def board_status(c, number, status, inventory=None):
+    """Set the Status field (Todo, In progress, Done): predicate 1 reads it."""
+    _write("status")(c, number, status, inventory)
+
+
+@task(name="lane", help=INV)
+def board_lane(c, number, lane="", inventory=None):
+    """Set or clear an issue's lane (which box)."""
+    _write("lane")(c, number, lane, inventory)
+
+
+@task(name="close", help={**INV, "reason": "completed | not_planned"})
+def board_close(c, number, reason="completed", inventory=None):
+    """Close an issue with a state reason."""
+    _write("close")(c, number, reason, inventory)
+
+
+@task(name="reopen", help=INV)
+def board_reopen(c, number, inventory=None):
+    """Reopen an issue (a reopen outranks every older marker, D6)."""
+    _write("reopen")(c, number, None, inventory)
+
+
+@task(name="ci", help={**INV, "red": "set CI red", "green": "set CI green"})
+def board_ci(c, red=False, green=False, inventory=None):
+    """Show or set the CI state of origin main (pre-flight check 7)."""
+    from fleet.cmd.board import ci
+
+    ci(inventory, "red" if red else "green" if green else None)
+
+
+# -- pr.* (for agents, on the local forge) -------------------------------------------------------
+@task(
+    name="create",
+    help={
+        **INV,
+        "branch": "a branch pushed to origin",
+        "title": "PR title",
+        "body": "PR body (put the closing reference here)",
+    },
+)
+def pr_create(c, branch, title, body="", author=None, inventory=None):
+    """Open a PR on the local forge; prints its number."""
+    from fleet.cmd.board import pr_create as run
+
+    run(inventory, branch, title, body, author)
+
+
+@task(name="merge", help=INV)
+def pr_merge(c, number, merged_by=None, inventory=None):
+    """Merge a PR into origin main (a real git merge); closes the issues it references."""
+    from fleet.cmd.board import pr_merge as run
+
+    run(inventory, int(number), merged_by)
+
+
+# -- inventory.* --------------------------------------------------------------------------------
+@task(name="check", help=INV)
+def inventory_check(c, inventory=None):
+    """Validate the inventory (errors name file:line:column)."""
+    from fleet.cmd.common import inventory as load
+
+    inv = load(inventory)
+    print(f"{inv.path}: ok, {len(inv.workers)} worker(s): {', '.join(w.name for w in inv.workers)}")
+
+
+@task(
+    name="add-worker",
+    iterable=["path_prefix"],
+    help={
+        **INV,
+        "name": "worker name",
+        "transport": "local | ssh",
+        "host": "ssh host",
+        "port": "ssh port",
+        "master": "unix user",
+        "lane": "lane (default: name)",
+    },
+)
+def inventory_add_worker(
+    c,
+    name,
+    transport="ssh",
+    host=None,
+    port=None,
+    master=None,
+    lane=None,
+    clone=None,
+    agent=None,
+    key=None,
+    known_hosts=None,
+    path_prefix=None,
+    inventory=None,
+):
+    """Add a worker, keeping the file's comments and order."""
+    from fleet.cmd.inv import add_worker
+
+    add_worker(
+        inventory,
+        name=name,
+        transport=transport,
+        host=host,
+        port=port,
+        master=master,
+        lane=lane,
+        clone=clone,
+        agent=agent,
+        key=key,
+        known_hosts=known_hosts,
+        path_prefix=path_prefix,
+    )
+
+
+board = Collection(
+    "board",
+    board_add,
+    board_show,
+    board_list,
+    board_comment,
+    board_label,
+    board_unlabel,
+    board_assign,
+    board_block,
+    board_parent,
+    board_status,
+    board_lane,
+    board_close,
+    board_reopen,
+    board_ci,
+)
+pr = Collection("pr", pr_create, pr_merge)
+inventory_ns = Collection("inventory", inventory_check, inventory_add_worker)
+ns = Collection(schedule, fleet_status, dispatch, demo, test, board, pr, inventory_ns)

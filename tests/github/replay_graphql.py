@@ -1,0 +1,239 @@
+"""The replayer's GraphQL side: resolvers over its state for graphql-core to execute GitHub's
+published schema with. Values are dicts; a field with arguments is a callable
+``(info, **args)``, which graphql-core's default resolver calls; ``__typename`` keys tell it
+which member of a union or interface a dict is.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from graphql import GraphQLError
+
+if TYPE_CHECKING:
+    from tests.github.replay import FakeIssue, FakePR, Replayer
+
+_TIMELINE = {"CLOSED_EVENT": "ClosedEvent", "REOPENED_EVENT": "ReopenedEvent",
+             "LABELED_EVENT": "LabeledEvent", "UNLABELED_EVENT": "UnlabeledEvent"}  # fmt: skip
+
+
+def github_error(error: GraphQLError) -> dict[str, Any]:
+    """graphql-core's error in GitHub's envelope: ``type`` at the top level, no ``extensions``."""
+    out = error.formatted
+    extensions = out.pop("extensions", None) or {}
+    if "type" in extensions:
+        out = {"type": extensions["type"], **out}
+    return out
+
+
+def cursor(index: int) -> str:
+    return base64.b64encode(f"cursor:v2:{index}".encode()).decode()
+
+
+def _index(value: str) -> int:
+    return int(base64.b64decode(value).decode().rsplit(":", 1)[1])
+
+
+def connection(items_of: Callable[..., Sequence[Any]]) -> Callable[..., dict[str, Any]]:
+    """A Relay connection over ``items_of(**filters)`` with first/last/after/before slicing."""
+
+    def resolve(info: Any, first: int | None = None, last: int | None = None,
+                after: str | None = None, before: str | None = None, **filters: Any) -> Any:  # fmt: skip
+        assert first is not None or last is not None, "GitHub requires first or last"
+        assert 1 <= (first or last or 0) <= 100, "GitHub allows first/last of 1-100"
+        items = list(items_of(**filters))
+        lo = _index(after) + 1 if after else 0
+        hi = _index(before) if before else len(items)
+        window = list(range(lo, hi))
+        if first is not None:
+            window = window[:first]
+        if last is not None:
+            window = window[-last:]
+        return {
+            "totalCount": len(items),
+            "nodes": [items[i] for i in window],
+            "edges": [{"cursor": cursor(i), "node": items[i]} for i in window],
+            "pageInfo": {
+                "hasNextPage": bool(window) and window[-1] < hi - 1,
+                "hasPreviousPage": bool(window) and window[0] > lo,
+                "startCursor": cursor(window[0]) if window else None,
+                "endCursor": cursor(window[-1]) if window else None,
+            },
+        }
+
+    return resolve
+
+
+class Root:
+    """Query and Mutation root of one GraphQL request."""
+
+    def __init__(self, state: Replayer, cost: int) -> None:
+        self.s = state
+        self.cost = cost
+
+    # -- Query -----------------------------------------------------------------------------------
+
+    def rateLimit(self, info: Any, dryRun: bool = False) -> dict[str, Any]:  # noqa: N802
+        return {"cost": self.cost, "remaining": self.s.remaining, "limit": 5000,
+                "used": 5000 - self.s.remaining, "nodeCount": 0,
+                "resetAt": "2030-01-01T00:00:00Z"}  # fmt: skip
+
+    def repositoryOwner(self, info: Any, login: str) -> dict[str, Any] | None:  # noqa: N802
+        if login.lower() != self.s.owner.lower():
+            return None
+        return {"__typename": "Organization", "id": "O_kgDOREPLAY", "login": self.s.owner,
+                "projectV2": self._project}  # fmt: skip
+
+    def repository(self, info: Any, owner: str, name: str, **_: Any) -> dict[str, Any] | None:
+        if f"{owner}/{name}".lower() != self.s.full_name.lower():
+            return None
+        return {"nameWithOwner": self.s.full_name, "issue": self._issue_by_number}
+
+    def nodes(self, info: Any, ids: list[str]) -> list[Any]:
+        by_id = {i.node_id: i for i in self.s.issues.values()}
+        return [self.issue(by_id[i]) if i in by_id else None for i in ids]
+
+    def node(self, info: Any, id: str) -> Any:  # noqa: A002
+        return self.nodes(info, [id])[0]
+
+    # -- Mutation --------------------------------------------------------------------------------
+
+    def addProjectV2ItemById(self, info: Any, input: dict[str, Any]) -> Any:  # noqa: N802, A002
+        assert input["projectId"] == self.s.project_id
+        (issue,) = [i for i in self.s.issues.values() if i.node_id == input["contentId"]]
+        issue.item_id = issue.item_id or f"PVTI_REPLAY{issue.number:05d}"
+        return {"item": self._item(issue)}
+
+    def updateProjectV2ItemFieldValue(self, info: Any, input: dict[str, Any]) -> Any:  # noqa: N802, A002
+        issue, name = self._item_field(input)
+        value = input["value"]
+        if "singleSelectOptionId" in value:
+            options = {o["id"]: o["name"] for o in self._options(name)}
+            if value["singleSelectOptionId"] not in options:
+                raise GraphQLError("Option not found", extensions={"type": "UNPROCESSABLE"})
+            issue.fields[name] = options[value["singleSelectOptionId"]]
+        else:
+            issue.fields[name] = value["text"]
+        return {"projectV2Item": self._item(issue)}
+
+    def clearProjectV2ItemFieldValue(self, info: Any, input: dict[str, Any]) -> Any:  # noqa: N802, A002
+        issue, name = self._item_field(input)
+        issue.fields.pop(name, None)
+        return {"projectV2Item": self._item(issue)}
+
+    # -- objects ---------------------------------------------------------------------------------
+
+    def _item_field(self, input: dict[str, Any]) -> tuple[FakeIssue, str]:  # noqa: A002
+        (issue,) = [i for i in self.s.issues.values() if i.item_id == input["itemId"]]
+        (name,) = [f["name"] for f in self._fields() if f["id"] == input["fieldId"]]
+        return issue, name
+
+    def _options(self, name: str) -> list[dict[str, str]]:
+        names = ["Todo", "In progress", "Done"] if name == "Status" else self.s.lane_options
+        return [{"id": f"opt-{name}-{k}", "name": n} for k, n in enumerate(names)]
+
+    def _fields(self) -> list[dict[str, Any]]:
+        single = "ProjectV2SingleSelectField"
+        lane_type = single if self.s.lane_kind == "SINGLE_SELECT" else "ProjectV2Field"
+        out = [
+            {"__typename": "ProjectV2Field", "id": "PVTF_title", "name": "Title",
+             "dataType": "TITLE"},
+            {"__typename": single, "id": "PVTSSF_status", "name": "Status",
+             "dataType": "SINGLE_SELECT"},
+            {"__typename": lane_type, "id": "PVTF_lane", "name": "Lane",
+             "dataType": self.s.lane_kind},
+        ]  # fmt: skip
+        for f in out:
+            if f["__typename"] == single:
+                f["options"] = lambda info, names=None, n=f["name"]: self._options(n)
+        return out
+
+    def _project(self, info: Any, number: int) -> dict[str, Any] | None:
+        if number != self.s.project_number:
+            return None
+        on_board = lambda **_: [self._item(i) for i in self.s.issues.values() if i.item_id]  # noqa: E731
+        return {"id": self.s.project_id, "number": number, "title": "fleet",
+                "items": connection(on_board), "fields": connection(lambda **_: self._fields())}  # fmt: skip
+
+    def _item(self, issue: FakeIssue) -> dict[str, Any]:
+        def value(info: Any, name: str) -> dict[str, Any] | None:
+            if name not in issue.fields:
+                return None
+            if name == "Status" or self.s.lane_kind == "SINGLE_SELECT":
+                return {"__typename": "ProjectV2ItemFieldSingleSelectValue",
+                        "name": issue.fields[name]}  # fmt: skip
+            return {"__typename": "ProjectV2ItemFieldTextValue", "text": issue.fields[name]}
+
+        return {"id": issue.item_id, "isArchived": False, "type": "ISSUE",
+                "fieldValueByName": value, "content": lambda info: self.issue(issue),
+                "project": {"id": self.s.project_id, "number": self.s.project_number}}  # fmt: skip
+
+    def _issue_by_number(self, info: Any, number: int) -> Any:
+        if number not in self.s.issues:
+            raise GraphQLError(f"Could not resolve to an Issue with the number of {number}.",
+                               extensions={"type": "NOT_FOUND"})  # fmt: skip
+        return self.issue(self.s.issues[number])
+
+    def _actor(self, login: str) -> dict[str, str]:
+        return {"__typename": "User", "login": login}
+
+    def issue(self, i: FakeIssue) -> dict[str, Any]:
+        s = self.s
+        subs = [c for c in s.issues.values() if c.parent == i.number]
+        blockers = [s.issues[n] for n in i.blocked_by]
+        ref = self._ref
+        return {
+            "__typename": "Issue", "id": i.node_id, "databaseId": i.db_id, "number": i.number,
+            "title": i.title, "body": i.body, "state": i.state.upper(),
+            "stateReason": (i.state_reason or "").upper() or None,
+            "createdAt": _ts(i.created_at), "updatedAt": _ts(i.updated_at or i.created_at),
+            "closedAt": _ts(i.closed_at) if i.closed_at else None,
+            "repository": {"nameWithOwner": s.full_name},
+            "labels": connection(lambda **_: [{"name": n} for n in i.labels]),
+            "assignees": connection(lambda **_: [{"login": a} for a in i.assignees]),
+            "parent": ref(s.issues[i.parent]) if i.parent else None,
+            "subIssuesSummary": {"total": len(subs), "percentCompleted": 0,
+                                 "completed": sum(c.state == "closed" for c in subs)},
+            "issueDependenciesSummary": {
+                "blockedBy": sum(b.state == "open" for b in blockers),
+                "totalBlockedBy": len(blockers), "blocking": 0, "totalBlocking": 0},
+            "comments": connection(lambda **_: [
+                {"databaseId": c["id"], "author": self._actor(c["author"]), "body": c["body"],
+                 "createdAt": _ts(c["at"])} for c in i.comments]),
+            "timelineItems": connection(lambda itemTypes=(), **_: [
+                self._event(e) for e in i.events
+                if not itemTypes or e["type"] in {_TIMELINE[t] for t in itemTypes}]),
+            "subIssues": connection(lambda **_: [ref(c) for c in subs]),
+            "blockedBy": connection(lambda **_: [ref(b) for b in blockers]),
+            "projectItems": connection(lambda **_: [self._item(i)] if i.item_id else []),
+            "closedByPullRequestsReferences": connection(lambda includeClosedPrs=False, **_: [
+                self._pr(p) for p in s.prs if i.number in p.closes
+                and (includeClosedPrs or p.state != "CLOSED")]),
+        }  # fmt: skip
+
+    def _ref(self, i: FakeIssue) -> dict[str, Any]:
+        return {"__typename": "Issue", "number": i.number, "state": i.state.upper(),
+                "repository": {"nameWithOwner": self.s.full_name}}  # fmt: skip
+
+    def _event(self, e: dict[str, Any]) -> dict[str, Any]:
+        out = {"__typename": e["type"], "createdAt": _ts(e["at"]), "actor": self._actor(e["actor"])}
+        if e["type"] in ("ClosedEvent", "ReopenedEvent"):
+            out["stateReason"] = (e.get("reason") or "").upper() or None
+        else:
+            out["label"] = {"name": e["label"]}
+        return out
+
+    def _pr(self, p: FakePR) -> dict[str, Any]:
+        return {"number": p.number, "title": p.title, "body": p.body, "headRefName": p.branch,
+                "state": p.state, "merged": p.state == "MERGED", "createdAt": _ts(p.created_at),
+                "mergedAt": _ts(p.merged_at) if p.merged_at else None,
+                "author": self._actor(p.author),
+                "repository": {"nameWithOwner": p.repository}}  # fmt: skip
+
+
+def _ts(at: Any) -> str:
+    from tests.github.replay import stamp
+
+    return stamp(at)

@@ -1,0 +1,1 @@
+"""Integration tests: real SQLite, real git, real processes on this box."""

@@ -1,0 +1,262 @@
+"""Capacity-dark (D8): recognise every limit text, never fabricate a reset, two kinds of dark."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleet.model import Capacity, CapacitySource
+from fleet.runner.capacity import (
+    capacity_path,
+    clear_capacity,
+    describe,
+    detect_limit,
+    is_clean,
+    read_capacity,
+    resolve_clock,
+    to_capacity,
+    write_capacity,
+)
+from fleet.runner.envelope import Envelope, envelope_from
+
+# 10:00 UTC on a March day before the EU DST switch: Lisbon = UTC+0, Paris = UTC+1.
+NOW = datetime(2026, 3, 10, 10, 0, tzinfo=UTC)
+RATE, REVOKED = CapacitySource.RATE_LIMIT, CapacitySource.REVOKED
+
+
+def env(**fields: object) -> Envelope:
+    return envelope_from({"type": "result", "subtype": "success", "num_turns": 1, **fields})
+
+
+@pytest.mark.parametrize(
+    ("text", "envelope", "source", "reset"),
+    [
+        pytest.param(
+            "",
+            env(result="You've hit your limit · resets 1pm (Europe/Lisbon)", is_error=True),
+            RATE,
+            datetime(2026, 3, 10, 13, 0, tzinfo=UTC),
+            id="hit-your-limit-in-envelope-result",
+        ),
+        pytest.param(
+            "You've hit your session limit · resets 5:10pm (Europe/Paris)\n",
+            None,
+            RATE,
+            datetime(2026, 3, 10, 16, 10, tzinfo=UTC),
+            id="session-limit-in-text-with-minutes",
+        ),
+        pytest.param(
+            "5-hour limit reached · resets 3pm (…)", None, RATE, None, id="unknown-zone-no-reset"
+        ),
+        pytest.param(
+            "Claude AI usage limit reached|1767225600",
+            None,
+            RATE,
+            datetime(2026, 1, 1, tzinfo=UTC),
+            id="epoch-seconds-taken-as-is",
+        ),
+        pytest.param(
+            "",
+            env(result="Claude AI usage limit reached|1767225600", is_error=False),
+            RATE,
+            datetime(2026, 1, 1, tzinfo=UTC),
+            id="epoch-with-is-error-false",
+        ),
+        pytest.param(
+            "You’ve hit your limit · resets 1pm (Europe/Lisbon)",
+            None,
+            RATE,
+            datetime(2026, 3, 10, 13, 0, tzinfo=UTC),
+            id="typographic-apostrophe",
+        ),
+        pytest.param("Error: You've hit your weekly limit", None, RATE, None, id="no-reset-stated"),
+        pytest.param("", env(api_error_status=429, result="Too many"), RATE, None, id="status-429"),
+        pytest.param("", env(api_error_status=401), REVOKED, None, id="status-401"),
+        pytest.param("", env(api_error_status=403), REVOKED, None, id="status-403"),
+        pytest.param(
+            '{"type":"system","subtype":"api_retry","error":"authentication_failed"}',
+            None,
+            REVOKED,
+            None,
+            id="authentication-failed-event",
+        ),
+        pytest.param(
+            "OAuth token revoked · Please run /login", None, REVOKED, None, id="token-revoked"
+        ),
+        pytest.param("Invalid API key · Please run /login", None, REVOKED, None, id="bad-key"),
+        pytest.param(
+            "You've hit your limit · resets 1pm (Europe/Lisbon)",
+            env(api_error_status=401),
+            REVOKED,
+            None,
+            id="revoked-outranks-a-limit-text",
+        ),
+    ],
+)
+def test_limit_texts_are_recognised(
+    text: str, envelope: Envelope | None, source: CapacitySource, reset: datetime | None
+) -> None:
+    signal = detect_limit(text, envelope, NOW)
+    assert signal is not None
+    assert signal.source is source
+    assert signal.reset_at == reset
+    assert signal.evidence and signal.evidence == signal.evidence.strip()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("all good, merged PR #3", id="plain-success"),
+        pytest.param("The CLI prints You've hit your limit when...", id="quoted-mid-sentence"),
+        pytest.param("handle the case where the token expired", id="auth-prose"),
+        pytest.param("Request timed out", id="timeout-is-not-capacity"),
+    ],
+)
+def test_ordinary_output_is_not_a_limit(text: str) -> None:
+    assert detect_limit(text, env(result=text), NOW) is None
+
+
+def test_the_matched_line_is_the_evidence() -> None:
+    capture = "starting\n  You've hit your limit · resets 1pm (Europe/Lisbon)  \nbye\n"
+    signal = detect_limit(capture, None, NOW)
+    assert signal is not None
+    assert signal.evidence == "You've hit your limit · resets 1pm (Europe/Lisbon)"
+
+
+def test_a_clock_already_past_today_rolls_forward_a_day() -> None:
+    later = datetime(2026, 3, 10, 14, 0, tzinfo=UTC)
+    assert resolve_clock("1pm", "Europe/Lisbon", later) == datetime(2026, 3, 11, 13, tzinfo=UTC)
+
+
+def test_rolling_forward_across_a_dst_switch_keeps_the_local_clock() -> None:
+    # Lisbon moves to UTC+1 on 2026-03-29: "1pm" tomorrow is 12:00 UTC, not today + 24 h.
+    now = datetime(2026, 3, 28, 14, 0, tzinfo=UTC)
+    assert resolve_clock("1pm", "Europe/Lisbon", now) == datetime(2026, 3, 29, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("clock", "expected"),
+    [
+        pytest.param("13:00", datetime(2026, 3, 10, 13, tzinfo=UTC), id="24-hour"),
+        pytest.param("12am", datetime(2026, 3, 11, 0, tzinfo=UTC), id="midnight-rolls"),
+        pytest.param("12pm", datetime(2026, 3, 10, 12, tzinfo=UTC), id="noon"),
+        pytest.param("10am", datetime(2026, 3, 10, 10, tzinfo=UTC), id="now-is-not-past"),
+        pytest.param("Oct 9, 5am", datetime(2026, 10, 9, 4, tzinfo=UTC), id="month-day"),
+        pytest.param("Mar 1 at 5am", datetime(2027, 3, 1, 5, tzinfo=UTC), id="date-passed"),
+        pytest.param("13pm", None, id="bad-12h-hour"),
+        pytest.param("25:00", None, id="bad-hour"),
+        pytest.param("Feb 30, 1am", None, id="no-such-date"),
+        pytest.param("soon", None, id="not-a-clock"),
+    ],
+)
+def test_resolve_clock(clock: str, expected: datetime | None) -> None:
+    assert resolve_clock(clock, "Europe/Lisbon", NOW) == expected
+
+
+@pytest.mark.parametrize("zone", ["…", "Mars/Olympus", "../../etc/passwd", ""])
+def test_an_unknown_zone_resolves_to_no_reset(zone: str) -> None:
+    assert resolve_clock("1pm", zone, NOW) is None
+
+
+ZONES = ["UTC", "Asia/Tokyo", "Europe/Lisbon", "America/New_York", "Australia/Lord_Howe"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.datetimes(
+        min_value=datetime(2000, 1, 1), max_value=datetime(2090, 1, 1), timezones=st.just(UTC)
+    ),
+    st.integers(0, 23),
+    st.integers(0, 59),
+    st.sampled_from(ZONES),
+)
+def test_a_resolved_reset_is_never_in_the_past(
+    now: datetime, hour: int, minute: int, zone: str
+) -> None:
+    reset = resolve_clock(f"{hour}:{minute:02d}", zone, now)
+    assert reset is not None
+    assert now <= reset <= now + timedelta(hours=25)
+    if zone in ("UTC", "Asia/Tokyo"):  # no DST: the local clock reads exactly as stated
+        local = reset.astimezone(ZoneInfo(zone))
+        assert (local.hour, local.minute) == (hour, minute)
+
+
+def test_is_clean_needs_exit_zero_and_no_limit_signature() -> None:
+    assert is_clean(0, "merged PR #4\n", env(result="done"))
+    assert not is_clean(1, "crashed\n", None)
+    trailing = "merged PR #4\nYou've hit your limit · resets 1pm (Europe/Lisbon)\n"
+    assert not is_clean(0, trailing, env(result="done"))  # the notice is still true (D8 prop. 1)
+    assert not is_clean(0, "", env(result="Claude AI usage limit reached|1767225600"))
+
+
+def test_state_file_round_trips(tmp_path: Path) -> None:
+    path = capacity_path(tmp_path / "state")
+    signal = detect_limit("You've hit your limit · resets 1pm (Europe/Lisbon)", None, NOW)
+    assert signal is not None
+    cap = to_capacity(signal, now=NOW, issue=17)
+    write_capacity(path, cap)
+    assert path.name == "capacity.json"
+    assert read_capacity(path) == (cap, None)
+    assert [p.name for p in path.parent.iterdir()] == ["capacity.json"]  # no temp file left
+    assert clear_capacity(path) is True
+    assert clear_capacity(path) is False
+    assert read_capacity(path) == (None, None)
+
+
+def test_unknown_reset_round_trips_as_null(tmp_path: Path) -> None:
+    path = capacity_path(tmp_path)
+    cap = Capacity(REVOKED, None, "api_error_status=401", NOW, None)
+    write_capacity(path, cap)
+    assert json.loads(path.read_text())["reset_at"] is None
+    assert read_capacity(path) == (cap, None)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param("", id="empty"),
+        pytest.param("{not json", id="not-json"),
+        pytest.param("[1, 2]", id="a-list"),
+        pytest.param('{"source": "sunspots"}', id="unknown-source"),
+        pytest.param('{"source": "rate_limit", "reset_at": 5}', id="reset-not-a-string"),
+        pytest.param('{"source": "rate_limit", "reset_at": "yesterday"}', id="reset-not-iso"),
+        pytest.param('{"source": "revoked", "issue": "7"}', id="issue-not-an-int"),
+    ],
+)
+def test_a_garbled_state_file_fails_open_with_a_warning(tmp_path: Path, content: str) -> None:
+    path = capacity_path(tmp_path)
+    path.write_text(content)
+    cap, warning = read_capacity(path)
+    assert cap is None
+    assert warning is not None and "treated as not dark" in warning and str(path) in warning
+
+
+def test_an_unreadable_state_file_fails_open_with_a_warning(tmp_path: Path) -> None:
+    path = capacity_path(tmp_path)
+    path.mkdir()  # a directory where the file should be: reading it is an OSError
+    cap, warning = read_capacity(path)
+    assert cap is None and warning is not None and "unreadable" in warning
+
+
+def test_the_two_kinds_of_dark_get_opposite_remedies(tmp_path: Path) -> None:
+    path = capacity_path(tmp_path)
+    revoked = describe(Capacity(REVOKED, None, "api_error_status=401", NOW), NOW, path=path)
+    assert revoked.startswith("dark: entitlement revoked — a clock will not clear this")
+    assert f"delete {path}" in revoked and "until" not in revoked
+
+    reset = NOW + timedelta(hours=3, minutes=5)
+    limited = describe(Capacity(RATE, reset, "You've hit your limit"), NOW)
+    assert limited == "dark: rate limit until 2026-03-10 13:05 UTC (in 3h05m)"
+    assert "renew" not in limited
+
+    unknown = describe(Capacity(RATE, None, "You've hit your session limit"), NOW)
+    assert unknown.startswith("dark: rate limit, reset unknown")
+
+    passed = describe(Capacity(RATE, NOW - timedelta(minutes=42), "x"), NOW)
+    assert "passed 42m ago" in passed
