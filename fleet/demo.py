@@ -68,9 +68,23 @@ SAMPLES: list[dict[str, object]] = [
     {"key": "child", "title": "Write the getting-started page", "parent": "parent"},
     {"key": "held", "title": "Redesign the logo", "labels": ["hold"]},
     {"key": "fixture", "title": "Probe: throwaway", "fixture": True},
-    {"key": "rate", "title": "Fault: rate limit", "labels": ["demo:rate-limit"], "lane": "local-2"},
-    {"key": "revoked", "title": "Fault: revoked", "labels": ["demo:revoked"], "lane": "local-3"},
-    {"key": "transient", "title": "Fault: transient error", "labels": ["demo:transient"]},
+    {
+        "key": "rate",
+        "title": "Fault: rate limit",
+        "labels": ["demo:rate-limit", "demo:once"],
+        "lane": "local-2",
+    },
+    {
+        "key": "revoked",
+        "title": "Fault: revoked",
+        "labels": ["demo:revoked", "demo:once"],
+        "lane": "local-3",
+    },
+    {
+        "key": "transient",
+        "title": "Fault: transient error",
+        "labels": ["demo:transient", "demo:once"],
+    },
     {"key": "crash", "title": "Fault: crash", "labels": ["demo:crash"]},
     {"key": "hang", "title": "Fault: hang", "labels": ["demo:hang"]},
     {"key": "noop", "title": "Fault: no-op", "labels": ["demo:no-op"]},
@@ -115,13 +129,20 @@ def idle(ctx: FleetContext) -> tuple[bool, str]:
     snap = snapshot(ctx)
     plan = select(snap)
     live = sum(1 for w in snap.workers for u in w.units if u.live)
-    parked = 0
+    parked = in_flight = 0
     for issue in snap.issues:
-        due = parked_until(history(issue, snap.policy.identity))
+        h = history(issue, snap.policy.identity)
+        due = parked_until(h)
         if due is not None and due > snap.now:
             parked += 1
-    busy = live or plan.dispatch or parked
-    return (not busy), f"{live} live, {len(plan.dispatch)} eligible, {parked} parked"
+        if open_start(h) is not None:  # a start with no terminal yet: a run is still out
+            in_flight += 1
+    dark = sum(1 for w in snap.workers if not w.reachable)  # could-not-check is not idle
+    busy = live or plan.dispatch or parked or in_flight or dark
+    return (not busy), (
+        f"{live} live, {len(plan.dispatch)} eligible, {parked} parked, "
+        f"{in_flight} in flight, {dark} unprobed"
+    )
 
 
 def run_demo(*, keep: bool = False, root: Path | None = None) -> int:

@@ -140,8 +140,13 @@ Progress = Callable[[str], None]
 # --- the engine ------------------------------------------------------------------------------------
 
 
-def _run(args: Sequence[str], *, timeout: float = DOCKER_TIMEOUT_S, env: dict[str, str] | None = None,
-         check: bool = True) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def _run(
+    args: Sequence[str],
+    *,
+    timeout: float = DOCKER_TIMEOUT_S,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
     """Run a CLI call with a bound; a non-zero exit raises with the command and its stderr."""
     try:
         proc = subprocess.run(
@@ -160,8 +165,11 @@ def _run(args: Sequence[str], *, timeout: float = DOCKER_TIMEOUT_S, env: dict[st
 def engine_available() -> tuple[bool, str]:
     """Is there a Docker engine and Compose v1 here? ``(False, one-line reason)`` when not."""
     try:
-        info = _run(["docker", "info", "--format", "{{.ServerVersion}} cgroup v{{.CgroupVersion}}"],
-                    timeout=15, check=False)  # fmt: skip
+        info = _run(
+            ["docker", "info", "--format", "{{.ServerVersion}} cgroup v{{.CgroupVersion}}"],
+            timeout=15,
+            check=False,
+        )
         if info.returncode != 0:
             first = (info.stderr.strip().splitlines() or ["no answer"])[0]
             return False, f"no Docker engine: {first}"
@@ -195,8 +203,16 @@ def debian_mirrors() -> tuple[str, ...]:
 
     Read, never written down: the repository names no mirror or registry host.
     """
-    out = _run(["apt-get", "indextargets", "--format", "$(REPO_URI) $(RELEASE) $(COMPONENT)",
-                "Identifier: Packages", "Origin: Debian"]).stdout  # fmt: skip
+    out = _run(
+        [
+            "apt-get",
+            "indextargets",
+            "--format",
+            "$(REPO_URI) $(RELEASE) $(COMPONENT)",
+            "Identifier: Packages",
+            "Origin: Debian",
+        ]
+    ).stdout
     lines = sorted({f"deb {line.strip()}" for line in out.splitlines() if line.strip()})
     if not lines:
         raise HarnessError("apt has no Debian package index here; run `apt-get update` first")
@@ -224,26 +240,29 @@ def image_tag(deps: Iterable[str]) -> str:
         mode = stat.S_IMODE(path.stat().st_mode) & 0o111  # the exec bit reaches the image
         h.update(f"{path.relative_to(DOCKER_DIR)}\0{mode:o}\0".encode())
         h.update(path.read_bytes() + b"\0")
-    for line in (*deps, "--", "python%d.%d" % IMAGE_PYTHON):
+    for line in (*deps, "--", "python{}.{}".format(*IMAGE_PYTHON)):
         h.update(line.encode() + b"\0")
     return f"{IMAGE_REPO}:{h.hexdigest()[:16]}"
 
 
 def _stream(args: Sequence[str], progress: Progress, *, timeout: float) -> None:
-    """Run a long build step, passing each output line to ``progress``; fail with its tail."""
+    """Run a long build step, passing each output line to ``progress``; fail with its tail.
+
+    coreutils' ``timeout`` bounds the step even when it hangs without printing a line.
+    """
     progress(f"$ {' '.join(args)}")
-    deadline = time.monotonic() + timeout
     tail: list[str] = []
-    with subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          bufsize=1) as proc:  # fmt: skip
+    bounded = ["timeout", "--kill-after=10", f"{timeout:.0f}", *args]
+    with subprocess.Popen(
+        bounded, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             progress(f"  {line.rstrip()}")
             tail = [*tail[-19:], line.rstrip()]
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise HarnessError(f"`{args[0]}` did not finish within {timeout:.0f} s")
-        rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        rc = proc.wait()
+    if rc == 124:
+        raise HarnessError(f"`{args[0]}` did not finish within {timeout:.0f} s")
     if rc != 0:
         raise HarnessError(f"`{' '.join(args)}` exited {rc}:\n" + "\n".join(tail))
 
@@ -258,14 +277,17 @@ def _ensure_mmdebstrap(progress: Progress) -> None:
 def _build_wheelhouse(deps: Sequence[str], wheels: Path, progress: Progress) -> None:
     """Wheels of the runtime dependencies, built here for the image's Python (no registry there)."""
     if sys.version_info[:2] != IMAGE_PYTHON:
+        want, have = "{}.{}".format(*IMAGE_PYTHON), "{}.{}".format(*sys.version_info[:2])
         raise HarnessError(
-            "the wheelhouse must be built by Python %d.%d (the image's python3); this is %d.%d"
-            % (*IMAGE_PYTHON, *sys.version_info[:2])
+            f"the wheelhouse must be built by Python {want} (the image's), not {have}"
         )
     shutil.rmtree(wheels, ignore_errors=True)  # stale versions must not reach the image
     wheels.mkdir(parents=True)
-    _stream([sys.executable, "-m", "pip", "wheel", "--wheel-dir", str(wheels), *deps], progress,
-            timeout=BUILD_TIMEOUT_S)  # fmt: skip
+    _stream(
+        [sys.executable, "-m", "pip", "wheel", "--wheel-dir", str(wheels), *deps],
+        progress,
+        timeout=BUILD_TIMEOUT_S,
+    )
 
 
 def build_image(*, progress: Progress = print, build_dir: Path = BUILD_DIR) -> str:
@@ -289,14 +311,27 @@ def build_image(*, progress: Progress = print, build_dir: Path = BUILD_DIR) -> s
     tarball = build_dir / "rootfs.tar"
     tarball.unlink(missing_ok=True)
     try:
-        _stream(["bash", str(DOCKER_DIR / "build-rootfs.sh"), str(tarball), str(wheels), *mirrors],
-                progress, timeout=BUILD_TIMEOUT_S)  # fmt: skip
+        _stream(
+            ["bash", str(DOCKER_DIR / "build-rootfs.sh"), str(tarball), str(wheels), *mirrors],
+            progress,
+            timeout=BUILD_TIMEOUT_S,
+        )
         progress(f"docker import {tarball} {tag}")
-        _run(["docker", "import",
-              "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-              "--change", "ENV container=docker",  # systemd's container detection
-              "--change", 'CMD ["/usr/local/sbin/harness-init"]',
-              str(tarball), tag], timeout=BUILD_TIMEOUT_S)  # fmt: skip
+        _run(
+            [
+                "docker",
+                "import",
+                "--change",
+                "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "--change",
+                "ENV container=docker",  # systemd's container detection
+                "--change",
+                'CMD ["/usr/local/sbin/harness-init"]',
+                str(tarball),
+                tag,
+            ],
+            timeout=BUILD_TIMEOUT_S,
+        )
     finally:
         tarball.unlink(missing_ok=True)
     _run(["docker", "tag", tag, f"{IMAGE_REPO}:latest"])
@@ -321,13 +356,17 @@ def _keypair(private: Path, comment: str) -> str:
     if not (private.exists() and public.exists()):
         key = Ed25519PrivateKey.generate()
         private.parent.mkdir(parents=True, exist_ok=True)
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption())  # fmt: skip
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
         fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(pem)
-        pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                            serialization.PublicFormat.OpenSSH)  # fmt: skip
+        pub = key.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
         public.write_text(f"{pub.decode()} {comment}\n")
     return public.read_text().strip()
 
@@ -370,9 +409,13 @@ _ACL_UNDEFINED_ID = 0xFFFFFFFF
 
 def _default_acl(gid: int) -> bytes:
     """A default ACL granting ``gid`` rwx, in the kernel's xattr layout (sorted by tag)."""
-    entries = [(_ACL_USER_OBJ, 7, _ACL_UNDEFINED_ID), (_ACL_GROUP_OBJ, 7, _ACL_UNDEFINED_ID),
-               (_ACL_GROUP, 7, gid), (_ACL_MASK, 7, _ACL_UNDEFINED_ID),
-               (_ACL_OTHER, 5, _ACL_UNDEFINED_ID)]  # fmt: skip
+    entries = [
+        (_ACL_USER_OBJ, 7, _ACL_UNDEFINED_ID),
+        (_ACL_GROUP_OBJ, 7, _ACL_UNDEFINED_ID),
+        (_ACL_GROUP, 7, gid),
+        (_ACL_MASK, 7, _ACL_UNDEFINED_ID),
+        (_ACL_OTHER, 5, _ACL_UNDEFINED_ID),
+    ]
     return struct.pack("<I", _ACL_VERSION) + b"".join(struct.pack("<HHI", *e) for e in entries)
 
 
@@ -404,8 +447,10 @@ def prepare_shared(shared_dir: Path) -> Path:
     try:
         os.setxattr(shared_dir, "system.posix_acl_default", _default_acl(FLEET_GID))
     except OSError as e:  # the file system has no ACLs: grant_shared() still works per file
-        print(f"harness: no default ACL on {shared_dir} ({e}); call grant_shared() after writes",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"harness: no default ACL on {shared_dir} ({e}); call grant_shared() after writes",
+            file=sys.stderr,
+        )
     return shared_dir
 
 
@@ -416,18 +461,21 @@ def _state_file(build_dir: Path) -> Path:
     return build_dir / "harness" / "state.json"
 
 
-def _compose(command: Sequence[str], env_values: dict[str, str],
-             timeout: float = DOCKER_TIMEOUT_S) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    files = ["compose.yaml", f"compose.cgroup{cgroup_version()}.yaml"]
-    args = ["docker-compose", *(a for f in files for a in ("-f", str(DOCKER_DIR / f))),
-            "-p", PROJECT, *command]  # fmt: skip
+def _compose(
+    command: Sequence[str], env_values: dict[str, str], timeout: float = DOCKER_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    files = (a for f in compose_files() for a in ("-f", f))
+    args = ["docker-compose", *files, "-p", PROJECT, *command]
     return _run(args, timeout=timeout, env={**os.environ, **env_values})
 
 
 def compose_env(image: str, keys_dir: Path, shared_dir: Path) -> dict[str, str]:
     """The variables compose.yaml reads; also what a pytest-docker fixture must export."""
-    return {"FLEET_HARNESS_IMAGE": image, "FLEET_HARNESS_KEYS": str(keys_dir),
-            "FLEET_HARNESS_SHARED": str(shared_dir)}  # fmt: skip
+    return {
+        "FLEET_HARNESS_IMAGE": image,
+        "FLEET_HARNESS_KEYS": str(keys_dir),
+        "FLEET_HARNESS_SHARED": str(shared_dir),
+    }
 
 
 def compose_files() -> list[str]:
@@ -507,10 +555,18 @@ def connect(
     client.load_host_keys(str(info.known_hosts))
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
     try:
-        client.connect("127.0.0.1", port=endpoint.port, username=endpoint.master,
-                       key_filename=str(info.key), look_for_keys=False, allow_agent=False,
-                       sock=sock, timeout=timeout, banner_timeout=timeout,
-                       auth_timeout=timeout)  # fmt: skip
+        client.connect(
+            "127.0.0.1",
+            port=endpoint.port,
+            username=endpoint.master,
+            key_filename=str(info.key),
+            look_for_keys=False,
+            allow_agent=False,
+            sock=sock,
+            timeout=timeout,
+            banner_timeout=timeout,
+            auth_timeout=timeout,
+        )
     except BaseException:
         client.close()
         sock.close()
@@ -547,15 +603,20 @@ def wait_ready(info: HarnessInfo, *, timeout: float = READY_TIMEOUT_S) -> None:
         while not _banner(ep.port):
             last = "sshd does not answer with a banner"
             if time.monotonic() > deadline:
-                raise NotReady(f"{ep.name} ({ep.container.container}:{ep.port}) not ready within "
-                               f"{timeout:.0f} s: {last}")  # fmt: skip
+                raise NotReady(
+                    f"{ep.name} ({ep.container.container}:{ep.port}) not ready within "
+                    f"{timeout:.0f} s: {last}"
+                )
             time.sleep(READY_POLL_S)
         while True:
             try:
                 client = connect(info, ep)
                 try:
-                    rc, out, err = run(client, "systemctl --user is-system-running --wait",
-                                       timeout=max(1.0, deadline - time.monotonic()))  # fmt: skip
+                    rc, out, err = run(
+                        client,
+                        "systemctl --user is-system-running --wait",
+                        timeout=max(1.0, deadline - time.monotonic()),
+                    )
                 finally:
                     client.close()
                 if out.strip() in ("running", "degraded"):
@@ -564,8 +625,10 @@ def wait_ready(info: HarnessInfo, *, timeout: float = READY_TIMEOUT_S) -> None:
             except (OSError, paramiko.SSHException, EOFError) as e:
                 last = f"{type(e).__name__}: {e}"
             if time.monotonic() > deadline:
-                raise NotReady(f"{ep.name} ({ep.container.container}:{ep.port}, {ep.master}) "
-                               f"not ready within {timeout:.0f} s: {last}")  # fmt: skip
+                raise NotReady(
+                    f"{ep.name} ({ep.container.container}:{ep.port}, {ep.master}) "
+                    f"not ready within {timeout:.0f} s: {last}"
+                )
             time.sleep(READY_POLL_S)
 
 
@@ -592,8 +655,11 @@ def down(*, build_dir: Path = BUILD_DIR) -> None:
     if not containers and not networks:
         return  # nothing of ours is there: skip Compose's ~3 s start-up
     state = _state_file(build_dir)
-    env = json.loads(state.read_text()) if state.exists() else compose_env(
-        f"{IMAGE_REPO}:latest", build_dir / "harness" / "keys", DEFAULT_SHARED_DIR)  # fmt: skip
+    env = (
+        json.loads(state.read_text())
+        if state.exists()
+        else compose_env(f"{IMAGE_REPO}:latest", build_dir / "harness" / "keys", DEFAULT_SHARED_DIR)
+    )
     _compose(["down", "--remove-orphans", "--timeout", "10"], env)
     left = _run(["docker", "ps", "-aq", "--filter", label]).stdout.split()
     if left:
@@ -606,8 +672,9 @@ HARNESS_MAX_RUN_S = 900  # RuntimeMaxSec in the harness: bounds a hung demo agen
 # take seconds, so 15 min only catches a wedge without cutting a slow CI box's run short.
 
 
-def inventory_data(info: HarnessInfo, *, board_dir: Path, state_dir: Path,
-                   runner_remote: str | None = None) -> dict[str, object]:  # fmt: skip
+def inventory_data(
+    info: HarnessInfo, *, board_dir: Path, state_dir: Path, runner_remote: str | None = None
+) -> dict[str, object]:
     """The harness inventory as plain data (schema: fleet/inventory.py), one worker per endpoint.
 
     ``board_dir`` holds the board and the origin and must lie inside the shared directory, so a path
@@ -617,36 +684,52 @@ def inventory_data(info: HarnessInfo, *, board_dir: Path, state_dir: Path,
     """
     board_dir, shared = board_dir.resolve(), info.shared_dir.resolve()
     if not board_dir.is_relative_to(shared):
-        raise HarnessError(f"board_dir {board_dir} is not inside the shared directory {shared}: "
-                           "the workers could not reach the board and the origin")  # fmt: skip
+        raise HarnessError(
+            f"board_dir {board_dir} is not inside the shared directory {shared}: "
+            "the workers could not reach the board and the origin"
+        )
     remote = runner_remote or str(board_dir / "fleet.git")
     workers = []
     for ep in info.endpoints():
         home = f"/home/{ep.master}"
-        workers.append({
-            "name": ep.name, "transport": "ssh", "host": "127.0.0.1", "port": ep.port,
-            "master": ep.master, "lane": ep.container.name,
-            "clone": f"{home}/fleet-work/target", "runner_clone": f"{home}/fleet-work/fleet",
-            "runner_remote": remote,
-            # D3: the unit does not inherit PATH; the venv first so `python` is fleet's python.
-            "path_prefix": [str(Path(VENV_PYTHON).parent), "~/.local/bin"],
-            "agent": "python -m fleet.agents.demo", "supervisor": "systemd",
-            "key": str(info.key), "known_hosts": str(info.known_hosts),
-            "state_dir": f"{home}/fleet-work/state", "python": VENV_PYTHON,
-            "max_run_s": HARNESS_MAX_RUN_S,
-        })  # fmt: skip
+        workers.append(
+            {
+                "name": ep.name,
+                "transport": "ssh",
+                "host": "127.0.0.1",
+                "port": ep.port,
+                "master": ep.master,
+                "lane": ep.container.name,
+                "clone": f"{home}/fleet-work/target",
+                "runner_clone": f"{home}/fleet-work/fleet",
+                "runner_remote": remote,
+                # D3: the unit does not inherit PATH; the venv first so `python` is fleet's python.
+                "path_prefix": [str(Path(VENV_PYTHON).parent), "~/.local/bin"],
+                "agent": "python -m fleet.agents.demo",
+                "supervisor": "systemd",
+                "key": str(info.key),
+                "known_hosts": str(info.known_hosts),
+                "state_dir": f"{home}/fleet-work/state",
+                "python": VENV_PYTHON,
+                "max_run_s": HARNESS_MAX_RUN_S,
+            }
+        )
     return {
-        "board": {"kind": "local", "path": str(board_dir / "board.sqlite3"),
-                  "origin": str(board_dir / "origin.git")},
+        "board": {
+            "kind": "local",
+            "path": str(board_dir / "board.sqlite3"),
+            "origin": str(board_dir / "origin.git"),
+        },
         "lock": {"path": str(state_dir / "fleet.lock")},
         "halt": {"file": str(state_dir / "HALT")},
         "state_dir": str(state_dir),
         "workers": workers,
-    }  # fmt: skip
+    }
 
 
-def write_inventory(info: HarnessInfo, path: Path, *, board_dir: Path,
-                    runner_remote: str | None = None) -> Path:  # fmt: skip
+def write_inventory(
+    info: HarnessInfo, path: Path, *, board_dir: Path, runner_remote: str | None = None
+) -> Path:
     """Write the harness inventory to ``path`` (host state next to it, in ``<path stem>-state``)."""
     state_dir = path.resolve().parent / f"{path.stem}-state"
     data = inventory_data(
@@ -657,8 +740,10 @@ def write_inventory(info: HarnessInfo, path: Path, *, board_dir: Path,
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w") as f:
-        f.write("# Generated by fleet.harness.write_inventory() for the Docker harness: the ports are\n"
-                "# the ones published now and change on every start. Do not edit; regenerate.\n")  # fmt: skip
+        f.write(
+            "# Generated by fleet.harness.write_inventory() for the Docker harness: the ports are\n"
+            "# the ones published now and change on every start. Do not edit; regenerate.\n"
+        )
         yaml.dump(data, f)
     tmp.replace(path)
     return path

@@ -132,7 +132,10 @@ class FleetLock(_ReportingLock):
         self._writable = False
 
     def _open(self) -> TextIO:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            pass  # a non-directory is in the way: os.open below names the real errno (ENOTDIR)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o664)
             self._writable = True

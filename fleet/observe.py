@@ -29,7 +29,9 @@ PROBE_TIMEOUT_S = 15.0
 
 def runner_check(w: WorkerConfig) -> str:
     """Check 8's "runner present": the worker's interpreter can import the runner."""
-    return f"{shlex.quote(w.python)} -c 'import fleet.runner.run'"
+    # find_spec imports only the (empty) parent packages: a cheap "runner installed" test.
+    code = "import importlib.util as u, sys; sys.exit(u.find_spec('fleet.runner.run') is None)"
+    return f"{shlex.quote(w.python)} -c {shlex.quote(code)}"
 
 
 def probe_command(w: WorkerConfig) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 
-from fleet.closing import defuse
+from fleet.closing import defuse, has_live_keyword
 from fleet.markers import History, Kind, WordKind, history, is_tombstone, parked_until
 from fleet.model import Dispatch, Halt, Issue, Plan, Snapshot, Status, Waiting, WorkerView
 
@@ -25,7 +25,7 @@ ELIGIBLE = "eligible"
 HALTED = "halted"
 NOT_QUEUED = "not-queued"
 LANE_UNKNOWN = "lane-unknown"
-PARENT_OPEN = "parent-open"
+PARENT_CLOSED = "parent-closed"
 BLOCKED = "blocked"
 RUNNING = "running"
 LATCHED = "latched"
@@ -109,7 +109,7 @@ def _reason(
     # 3 — the seed's wording: "the parent is open, or there is none": a closed parent means the
     # grouping was disposed of, so its children are not work any more.
     if issue.parent is not None and _closed(issue.parent.state):
-        return Waiting(n, 3, PARENT_OPEN, f"parent #{issue.parent.number} is closed")
+        return Waiting(n, 3, PARENT_CLOSED, f"parent #{issue.parent.number} is closed")
     # 4
     if issue.open_blockers:
         refs = ", ".join(f"#{b}" for b in issue.open_blockers)
@@ -185,7 +185,9 @@ def select(snap: Snapshot) -> Plan:
             why = Waiting(issue.number, 0, HALTED, _halt_line(halts[0], snap))
         if why is not None:
             # Reasons quote board text (a lane, a halt reason): never a live closing keyword (D14).
-            waiting.append(replace(why, reason=defuse(why.reason)))
+            if has_live_keyword(why.reason):
+                why = replace(why, reason=defuse(why.reason))
+            waiting.append(why)
             continue
         worker, because = _choose(issue, pool, load)
         load[worker] += 1

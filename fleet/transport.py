@@ -11,8 +11,10 @@ import os
 import re
 import select
 import shlex
+import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -291,7 +293,8 @@ class _ProcessStream(_LineStream):
         if self._proc.stdin is not None and not self._proc.stdin.closed:
             self._proc.stdin.close()
         if self.exit_status(_STREAM_CLOSE_WAIT_S) is None:
-            self._proc.kill()
+            # The whole session (its own, see open_stream): a surviving child could hold a lock.
+            os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait()
         if self._proc.stdout is not None:
             self._proc.stdout.close()
@@ -331,6 +334,12 @@ class _ChannelStream(_LineStream):
 # ---------------------------------------------------------------------------------------------
 
 
+# run() feeds no input, and says so with EOF: with in_stream=False invoke/fabric leave the command's
+# stdin pipe open forever, so anything that reads stdin would hang until its timeout. Redirecting
+# in the shell costs nothing; invoke's own EOF path (an empty in_stream) adds ~7 ms per run.
+NO_STDIN = "exec </dev/null; "
+
+
 def _result(res: invoke.Result) -> RunResult:
     return RunResult(exit=res.exited, stdout=res.stdout, stderr=res.stderr)
 
@@ -364,7 +373,7 @@ class LocalTransport:
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
-        full = env_exports({**self.env, **(env or {})}) + self._repair + command
+        full = NO_STDIN + env_exports({**self.env, **(env or {})}) + self._repair + command
         try:
             res = self._ctx.run(full, hide=True, warn=True, in_stream=False, timeout=timeout)
         except invoke.exceptions.CommandTimedOut as err:
@@ -386,7 +395,7 @@ class LocalTransport:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # our terminal's signals are not the stream's business
+                start_new_session=True,  # its own process group: close() can end all of it
             )
         except OSError as err:
             raise TransportError(f"{self.worker}: could not start a local stream: {err}") from err
@@ -400,8 +409,8 @@ class LocalTransport:
 # SSH transport
 # ---------------------------------------------------------------------------------------------
 
-# Connect/banner/auth/channel-open bound when the worker does not answer. 10 s is OpenSSH's
-# customary ConnectTimeout and ~100x a measured cold login (notes/ssh-lock-facts.md: 80-181 ms).
+# Connect/banner/auth/channel-open bound when the worker does not answer. 10 s is ~50x a measured
+# cold login (notes/ssh-lock-facts.md: 80-181 ms), so only a dead or wedged worker reaches it.
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
 _SSH_ERRORS = (paramiko.SSHException, OSError, EOFError, invoke.exceptions.ThreadException)
@@ -417,7 +426,8 @@ class SSHTransport:
       per command on an open connection (45 ms vs 13 ms per run, notes/ssh-lock-facts.md).
     * Every connect/auth/banner/channel failure is a :class:`TransportError`; a non-zero remote
       exit is a :class:`RunResult`.
-    Not thread-safe: one transport per thread (each worker has its own).
+    Opening (and closing) is serialized, so threads may share one transport; their runs are
+    separate channels on the one connection.
     """
 
     def __init__(
@@ -445,6 +455,7 @@ class SSHTransport:
         self.connect_timeout = connect_timeout
         self._conn: fabric.Connection | None = None
         self._sock: socket.socket | None = None
+        self._guard = threading.Lock()  # one connection, even when two threads open it at once
 
     @property
     def where(self) -> str:
@@ -456,9 +467,14 @@ class SSHTransport:
         return self._sock if self._conn is not None else None
 
     def _open(self) -> fabric.Connection:
-        if self._conn is not None and self._conn.is_connected:
+        with self._guard:
+            if self._conn is not None and self._conn.is_connected:
+                return self._conn
+            self._drop()
+            self._conn, self._sock = self._connect()
             return self._conn
-        self.close()
+
+    def _connect(self) -> tuple[fabric.Connection, socket.socket]:
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except OSError as err:
@@ -497,12 +513,13 @@ class SSHTransport:
         try:
             conn.open()
         except _SSH_ERRORS as err:
-            conn.close()
+            # fabric's close() skips a connection that never finished opening; the paramiko
+            # client's close() stops its transport thread before we close the socket under it.
+            conn.client.close()
             sock.close()
             why = type(err).__name__ + (f": {err}" if str(err) else "")
             raise TransportError(f"{self.where}: ssh connect failed: {why}") from err
-        self._conn, self._sock = conn, sock
-        return conn
+        return conn, sock
 
     def run(
         self,
@@ -512,7 +529,7 @@ class SSHTransport:
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
         # env travels inline (export ...;): sshd drops channel env requests unless AcceptEnv.
-        full = env_exports(env) + self._repair + command
+        full = NO_STDIN + env_exports(env) + self._repair + command
         conn = self._open()
         try:
             res = conn.run(full, hide=True, warn=True, in_stream=False, timeout=timeout)
@@ -540,6 +557,10 @@ class SSHTransport:
         return _ChannelStream(chan)
 
     def close(self) -> None:
+        with self._guard:
+            self._drop()
+
+    def _drop(self) -> None:
         if self._conn is not None:
             self._conn.close()
         if self._sock is not None:
@@ -553,6 +574,8 @@ def transport_for(worker: WorkerConfig) -> Transport:
     if kind == "local":
         return LocalTransport(worker.name, path_prefix=worker.path_prefix)
     if kind == "ssh":
+        if not worker.master:
+            raise ValueError(f"worker {worker.name!r}: an ssh worker needs a master (ssh user)")
         return SSHTransport(
             worker.name,
             host=worker.host or "",

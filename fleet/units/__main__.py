@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import select
@@ -41,7 +42,8 @@ from fleet.units import procs
 from fleet.units.base import issue_of, unit_name
 from fleet.units.portable import START_EXITS
 
-# How long `start` waits for the supervisor's handshake: interpreter start (~50 ms), the lock and
+# How long `start` waits for the supervisor's handshake: interpreter start (~50 ms idle, 1–2 s
+# measured on a box at load 9), the lock and
 # the exec take well under a second; this bounds a wedged supervisor, which is then killed so that
 # no unit runs that the caller was told failed.
 HANDSHAKE_TIMEOUT_S = 15.0
@@ -302,6 +304,7 @@ def _run_unit(paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handsh
         main = subprocess.Popen(
             spec["argv"], env=_unit_env(spec["env"]), cwd=spec.get("cwd") or None,
             stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, process_group=0,
+            preexec_fn=functools.partial(procs.die_with_parent, signal.SIGTERM, os.getpid()),
         )  # fmt: skip
     except OSError as exc:  # Type=exec: a failed exec is a failed start, reported as such
         os.unlink(paths.state)

@@ -21,7 +21,7 @@ from typing import Protocol, runtime_checkable
 from fleet.model import Unit
 
 UNIT_PREFIX = "task-"
-_UNIT_RE = re.compile(r"^task-([0-9]+)(?:\.service)?$")
+_UNIT_RE = re.compile(r"^task-([1-9][0-9]*)(?:\.service)?$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # ActiveState words that mean "the unit still holds its name and its main process has not ended".

@@ -22,7 +22,6 @@ from fleet.units.base import (
     SupervisorError,
     check_issue,
     check_start_args,
-    unit_name,
 )
 
 if TYPE_CHECKING:  # the worker side imports this package: keep fabric out of its start-up
@@ -120,9 +119,10 @@ def unit_from_record(record: Any, *, worker: str, master: str) -> Unit | None:
         return None
     if isinstance(start_us, bool) or not isinstance(start_us, int) or start_us < 0:
         start_us = 0
+    raw_at = record.get("started_at")
     try:
-        started_at = parse_iso(record.get("started_at")) if record.get("started_at") else None
-    except (TypeError, ValueError):
+        started_at = parse_iso(raw_at) if isinstance(raw_at, str) and raw_at else None
+    except ValueError:
         started_at = None
     return Unit(
         issue=issue,
@@ -262,4 +262,4 @@ class PortableSupervisor:
         return parse_stop(result, worker=self.worker)
 
     def __repr__(self) -> str:
-        return f"PortableSupervisor({self.worker}, {self.master}, {unit_name(1)[:-1]}* in {self.state_dir})"
+        return f"PortableSupervisor({self.worker}, {self.master}, {self.state_dir})"

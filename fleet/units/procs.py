@@ -28,7 +28,8 @@ from collections.abc import Iterable
 # pid_t l_pid, (pad) — 32 bytes. F_GETLK writes all of it back.
 _FLOCK_FMT = "hhqqi"
 _FLOCK_SIZE = 32
-PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _flock_bytes(l_type: int) -> bytes:
@@ -74,6 +75,17 @@ def become_subreaper() -> None:
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(err)}")
+
+
+def die_with_parent(sig: int, parent: int) -> None:
+    """In a freshly forked child (Popen's ``preexec_fn``): receive ``sig`` when the supervisor
+    dies. A crashed supervisor frees the name at once (D4); without this its main process would
+    run on unsupervised while a new claim of the same name launches a second run of the issue.
+    If the parent is already gone, exit at once instead of exec'ing an orphan."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(128 + sig)
 
 
 def _stat_fields(pid: int) -> tuple[int, str, int] | None:

@@ -55,6 +55,7 @@ MARK = "@@fleet-units@@"
 _MARK_RE = re.compile(rf"^{re.escape(MARK)} (\w+) rc=(-?[0-9]+)$")
 NOTIFIER_TEMPLATE = "fleet-notify@.service"
 _SAFE_PYTHON = re.compile(r"^[A-Za-z0-9_./+-]+$")
+_DIGITS = re.compile(r"^[0-9]+$")
 
 # Round-trip bounds. start: Type=exec returns once the exec happened; 60 s means the user
 # manager is wedged, not busy. probe: one list-units and one show.
@@ -214,12 +215,13 @@ def unit_from_props(props: Mapping[str, str], *, worker: str, master: str) -> Un
     if issue is None or props.get("LoadState") in (None, "", "not-found"):
         return None
     raw = props.get("ExecMainStartTimestampMonotonic", "0")
+    digits = _DIGITS.match(raw)
     return Unit(
         issue=issue,
         worker=worker,
         master=master,
         state=props.get("ActiveState") or "unknown",
-        start_us=int(raw) if raw.isdigit() else 0,
+        start_us=int(raw) if digits else 0,
         started_at=parse_timestamp(props.get("ExecMainStartTimestamp", "")),
     )
 

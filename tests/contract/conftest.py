@@ -19,8 +19,9 @@ from fleet.board.base import Board
 from fleet.board.local import LocalBoard
 from fleet.model import CIState, PullRequest
 from tests.contract import Forge, push_branch
+from tests.github.backend import contract_backend
 
-BACKENDS = ["local"]
+BACKENDS = ["local", "github"]
 
 
 @dataclass
@@ -50,7 +51,10 @@ def _local(tmp: Path) -> tuple[Board, Forge]:
     return board, LocalForge(board, tmp)
 
 
-FACTORIES: dict[str, Callable[[Path], tuple[Board, Forge]]] = {"local": _local}
+FACTORIES: dict[str, Callable[[Path], tuple[Board, Forge]]] = {
+    "local": _local,
+    "github": contract_backend,
+}
 
 
 @pytest.fixture(params=BACKENDS)

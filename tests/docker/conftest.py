@@ -106,7 +106,9 @@ def docker_cleanup() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def harness_info(request: pytest.FixtureRequest, _harness_env: dict[str, str]) -> harness.HarnessInfo:
+def harness_info(
+    request: pytest.FixtureRequest, _harness_env: dict[str, str]
+) -> harness.HarnessInfo:
     """The running harness: pytest-docker brought it up; ports, known_hosts and readiness are ours.
 
     ``harness.down`` is registered first, so it runs even when ``up -d`` itself fails (pytest-docker
@@ -114,6 +116,6 @@ def harness_info(request: pytest.FixtureRequest, _harness_env: dict[str, str]) -
     """
     request.addfinalizer(harness.down)
     request.getfixturevalue("docker_services")
-    info = harness.refresh(_harness_env and Path(_harness_env["FLEET_HARNESS_SHARED"]))
+    info = harness.refresh(Path(_harness_env["FLEET_HARNESS_SHARED"]))
     harness.wait_ready(info)
     return info

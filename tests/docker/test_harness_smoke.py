@@ -72,7 +72,8 @@ def test_a_named_user_unit_runs_and_its_name_is_refused_while_it_lives(
         rc, _, err = _start(client)
         assert rc == 0, err
         rc, out, err = harness.run(
-            client, f"systemctl --user show {UNIT} -p ActiveState -p ExecMainStartTimestampMonotonic"
+            client,
+            f"systemctl --user show {UNIT} -p ActiveState -p ExecMainStartTimestampMonotonic",
         )
         assert rc == 0, err
         shown = dict(line.split("=", 1) for line in out.splitlines())

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from graphql import GraphQLError
 
 if TYPE_CHECKING:
-    from tests.github.replay import FakeIssue, FakePR, Replayer
+    from tests.github.replay import Replayer
+    from tests.github.replay_state import FakeIssue, FakePR
 
 _TIMELINE = {"CLOSED_EVENT": "ClosedEvent", "REOPENED_EVENT": "ReopenedEvent",
              "LABELED_EVENT": "LabeledEvent", "UNLABELED_EVENT": "UnlabeledEvent"}  # fmt: skip
@@ -75,12 +76,12 @@ class Root:
 
     # -- Query -----------------------------------------------------------------------------------
 
-    def rateLimit(self, info: Any, dryRun: bool = False) -> dict[str, Any]:  # noqa: N802
+    def rateLimit(self, info: Any, dryRun: bool = False) -> dict[str, Any]:
         return {"cost": self.cost, "remaining": self.s.remaining, "limit": 5000,
                 "used": 5000 - self.s.remaining, "nodeCount": 0,
                 "resetAt": "2030-01-01T00:00:00Z"}  # fmt: skip
 
-    def repositoryOwner(self, info: Any, login: str) -> dict[str, Any] | None:  # noqa: N802
+    def repositoryOwner(self, info: Any, login: str) -> dict[str, Any] | None:
         if login.lower() != self.s.owner.lower():
             return None
         return {"__typename": "Organization", "id": "O_kgDOREPLAY", "login": self.s.owner,
@@ -95,18 +96,18 @@ class Root:
         by_id = {i.node_id: i for i in self.s.issues.values()}
         return [self.issue(by_id[i]) if i in by_id else None for i in ids]
 
-    def node(self, info: Any, id: str) -> Any:  # noqa: A002
+    def node(self, info: Any, id: str) -> Any:
         return self.nodes(info, [id])[0]
 
     # -- Mutation --------------------------------------------------------------------------------
 
-    def addProjectV2ItemById(self, info: Any, input: dict[str, Any]) -> Any:  # noqa: N802, A002
+    def addProjectV2ItemById(self, info: Any, input: dict[str, Any]) -> Any:
         assert input["projectId"] == self.s.project_id
         (issue,) = [i for i in self.s.issues.values() if i.node_id == input["contentId"]]
         issue.item_id = issue.item_id or f"PVTI_REPLAY{issue.number:05d}"
         return {"item": self._item(issue)}
 
-    def updateProjectV2ItemFieldValue(self, info: Any, input: dict[str, Any]) -> Any:  # noqa: N802, A002
+    def updateProjectV2ItemFieldValue(self, info: Any, input: dict[str, Any]) -> Any:
         issue, name = self._item_field(input)
         value = input["value"]
         if "singleSelectOptionId" in value:
@@ -118,14 +119,14 @@ class Root:
             issue.fields[name] = value["text"]
         return {"projectV2Item": self._item(issue)}
 
-    def clearProjectV2ItemFieldValue(self, info: Any, input: dict[str, Any]) -> Any:  # noqa: N802, A002
+    def clearProjectV2ItemFieldValue(self, info: Any, input: dict[str, Any]) -> Any:
         issue, name = self._item_field(input)
         issue.fields.pop(name, None)
         return {"projectV2Item": self._item(issue)}
 
     # -- objects ---------------------------------------------------------------------------------
 
-    def _item_field(self, input: dict[str, Any]) -> tuple[FakeIssue, str]:  # noqa: A002
+    def _item_field(self, input: dict[str, Any]) -> tuple[FakeIssue, str]:
         (issue,) = [i for i in self.s.issues.values() if i.item_id == input["itemId"]]
         (name,) = [f["name"] for f in self._fields() if f["id"] == input["fieldId"]]
         return issue, name
@@ -234,6 +235,6 @@ class Root:
 
 
 def _ts(at: Any) -> str:
-    from tests.github.replay import stamp
+    from tests.github.replay_state import stamp
 
     return stamp(at)

@@ -32,7 +32,9 @@ from graphql import (
 )
 
 # CI runs with a copy of shared/ beside the clone: <clone>/../shared/github/.
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / ".." / "shared" / "github" / "schema.2026-03.graphql"
+SCHEMA_PATH = (
+    Path(__file__).resolve().parents[2] / ".." / "shared" / "github" / "schema.2026-03.graphql"
+)
 SCHEMA_MISSING = f"GitHub's published schema is absent: expected {SCHEMA_PATH.resolve()}"
 
 _SCALARS: dict[str, tuple[type, ...]] = {
@@ -54,7 +56,9 @@ def check(document: str, answer: Any) -> list[str]:
     """Every way ``answer`` (a whole response: ``data``/``errors``) differs from ``document``."""
     if not isinstance(answer, dict):
         return [f"answer is {type(answer).__name__}, not an object"]
-    problems = [f"answer has unknown top-level key {k!r}" for k in answer if k not in ("data", "errors")]
+    problems = [
+        f"answer has unknown top-level key {k!r}" for k in answer if k not in ("data", "errors")
+    ]
     for i, err in enumerate(answer.get("errors") or []):
         if not isinstance(err, dict) or not isinstance(err.get("message"), str):
             problems.append(f"errors[{i}] has no message")
@@ -102,7 +106,9 @@ def _collect(sets, runtime, parent, fragments, where, problems) -> dict[str, lis
             if applies is None:
                 problems.append(f"{where}: no __typename, cannot tell if '... on {cond}' applies")
             elif applies:
-                for key, nodes in _collect([inner], runtime, parent, fragments, where, problems).items():
+                for key, nodes in _collect(
+                    [inner], runtime, parent, fragments, where, problems
+                ).items():
                     fields.setdefault(key, []).extend(nodes)
     return fields
 

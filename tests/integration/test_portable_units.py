@@ -87,7 +87,11 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
     yield directory
     # Leave no process behind: stop every name a test left held.
     sup = PortableSupervisor(
-        ShellTransport(), worker="local", master="me", state_dir=str(directory), python=sys.executable
+        ShellTransport(),
+        worker="local",
+        master="me",
+        state_dir=str(directory),
+        python=sys.executable,
     )
     for unit in sup.probe():
         sup.stop(unit.issue, timeout_s=1)
@@ -224,16 +228,27 @@ def test_sigkill_of_the_supervisor_frees_the_name_at_once(state_dir: Path) -> No
     assert sup.start(7, ["sleep", "300"], env=UNIT_ENV, max_run_s=60).launched
     stale = json.loads((state_dir / "task-7.json").read_text())
     os.kill(stale["supervisor_pid"], signal.SIGKILL)
-    try:
-        assert wait_for(lambda: gone(stale["supervisor_pid"]), 5)
-        assert sup.probe() == ()  # the stale state file is ignored: the lock is the truth
-        assert (state_dir / "task-7.json").exists()
-        again = sup.start(7, ["sleep", "300"], env=UNIT_ENV, max_run_s=60)
-        assert again.code is ClaimCode.LAUNCHED, again.detail
-        fresh = json.loads((state_dir / "task-7.json").read_text())
-        assert fresh["supervisor_pid"] != stale["supervisor_pid"]
-    finally:
-        os.kill(stale["pid"], signal.SIGKILL)  # the orphan a crash leaves; systemd would too
+    assert wait_for(lambda: gone(stale["supervisor_pid"]), 5)
+    assert sup.probe() == ()  # the stale state file is ignored: the lock is the truth
+    assert (state_dir / "task-7.json").exists()
+    again = sup.start(7, ["sleep", "300"], env=UNIT_ENV, max_run_s=60)
+    assert again.code is ClaimCode.LAUNCHED, again.detail
+    fresh = json.loads((state_dir / "task-7.json").read_text())
+    assert fresh["supervisor_pid"] != stale["supervisor_pid"]
+    # The crashed run's main process does not run on beside the new one (parent-death signal).
+    assert wait_for(lambda: gone(stale["pid"]), 5)
+
+
+def test_the_worker_side_starts_without_fabric() -> None:
+    """Every claim and probe starts an interpreter on the worker: it must stay light."""
+    code = "import sys, fleet.units.__main__; print('fabric' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    assert out.stdout.strip() == "False", out.stderr
 
 
 def test_max_run_time_ends_the_unit_with_the_named_result_timeout(state_dir: Path) -> None:
@@ -241,7 +256,7 @@ def test_max_run_time_ends_the_unit_with_the_named_result_timeout(state_dir: Pat
     began = time.monotonic()
     assert sup.start(8, ["sleep", "300"], env=UNIT_ENV, max_run_s=1).launched
     assert wait_for(lambda: sup.probe() == (), 8)
-    assert time.monotonic() - began < 6
+    assert time.monotonic() - began < 10  # 1 s limit + grace; generous for a loaded CI box
     outcome = result_of(state_dir, 8)
     assert outcome["result"] == "timeout"
     assert outcome["signal"] == signal.SIGTERM
@@ -287,7 +302,7 @@ def test_clean_exit_runs_no_notifier_and_the_unit_is_collected(
 
 def test_a_finished_run_still_killing_leftovers_is_held_finished(state_dir: Path) -> None:
     """Main exited, a leftover ignores SIGTERM: the name is held by a finished run (check 10)."""
-    sup = make(state_dir, kill_grace_s=8)  # long enough for a probe and a start on a busy box
+    sup = make(state_dir, kill_grace_s=5)  # long enough for a probe and a start on a busy box
     argv = ["bash", "-c", "(trap '' TERM; exec sleep 300) & sleep 0.2; exit 0"]
     assert sup.start(12, argv, env=UNIT_ENV, max_run_s=60).launched
     assert wait_for(lambda: [u.state for u in sup.probe()] == ["deactivating"], 5)
@@ -336,10 +351,10 @@ def test_probes_never_cause_a_false_collision(state_dir: Path) -> None:
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         probes = pool.submit(hammer)
-        codes = [sup.start(n, ["true"], env=UNIT_ENV, max_run_s=60).code for n in range(20, 25)]
+        codes = [sup.start(n, ["true"], env=UNIT_ENV, max_run_s=60).code for n in range(20, 23)]
         stop.set()
         assert probes.result() > 0
-    assert codes == [ClaimCode.LAUNCHED] * 5
+    assert codes == [ClaimCode.LAUNCHED] * 3
 
 
 def test_choose_supervisor_picks_portable_without_a_user_manager(state_dir: Path) -> None:

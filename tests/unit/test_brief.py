@@ -130,7 +130,7 @@ def test_a_template_without_a_version_line_is_refused() -> None:
         )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.text(min_size=1, max_size=200).filter(lambda s: s.strip()))
 def test_any_body_appears_verbatim_exactly_as_given(body: str) -> None:
     text = render(body=body, title="T").text

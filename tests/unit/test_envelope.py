@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -174,3 +175,13 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 @given(st.text(alphabet='{}[]":,0123456789 abcdefghijklmnopqrstuvwxyz\n\\', max_size=300))
 def test_json_like_garbage_never_raises(text: str) -> None:
     parse_capture(text)
+
+
+def test_a_large_capture_full_of_broken_json_is_scanned_in_linear_time() -> None:
+    # A failed whole-capture decode costs O(position); trying each of 40k broken fragments that way
+    # took minutes for a few MB. The per-line first attempt keeps this well under a second.
+    noise = "".join(f'{i} {{stray {{"bad": x}} {{"k": {i}}}\n' for i in range(40_000))
+    started = time.monotonic()
+    cap = parse_capture(noise + json.dumps(SUCCESS, indent=2) + "\n" + noise[:500])
+    assert cap.kind is CaptureKind.ENVELOPE
+    assert time.monotonic() - started < 5

@@ -176,7 +176,7 @@ def test_every_outcome_is_reached_by_the_table() -> None:
 ALL_PRS = [MERGED_NEW, OPEN_NEW, MERGED_OLD, CLOSED_NEW, FOREIGN_NEW, FOREIGN_OLD]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     prs=st.lists(st.sampled_from(ALL_PRS), max_size=4),
     capture=st.sampled_from([WORKED, ZERO_TURN_ENVELOPE, NO_ENVELOPE, GARBLED]),

@@ -132,7 +132,7 @@ def test_a_zero_turn_envelope_with_a_5xx_status_is_transient() -> None:
     assert d.retry, d.reason
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     output=st.sampled_from([OVERLOADED, "boom", "Request timed out", "socket hang up"]),
     capture=st.sampled_from([NO_ENVELOPE, WITH_TURNS, GARBLED]),

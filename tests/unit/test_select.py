@@ -136,7 +136,7 @@ P3: dict[str, Case] = {
     "open-parent": (lambda: snapshot(issue(parent=ref(9, "open"))), Go("w1")),
     "closed-parent-holds": (
         lambda: snapshot(issue(parent=ref(9, "closed"))),
-        Hold(3, "parent-open", "parent #9 is closed"),
+        Hold(3, "parent-closed", "parent #9 is closed"),
     ),
 }
 
@@ -516,78 +516,65 @@ def test_healthy_means_reachable_and_not_dark() -> None:
 
 # -- safety properties over generated snapshots ----------------------------------------------------
 
-KINDS = list(Kind)
-LANES = [None, "", "a", "b", "w1", "gpu"]
+# Strategies are built once, here: rebuilding them inside the composite on every draw cost more
+# than the draws themselves. Reference and unit numbers run past the board's last number so a
+# blocker, parent or unit can also point at an issue this page does not hold.
+MAX_ISSUES = 8
+NUMBERS = st.integers(1, MAX_ISSUES + 2)
+REFS = st.builds(ref, NUMBERS, st.sampled_from(["open", "closed"]))
+ENTRIES = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(list(Kind)), st.sampled_from([FLEET, FLEET, HUMAN])),
+        st.sampled_from(["release", "quoted-release", "reopen", "chat"]),
+    ),
+    max_size=6,
+)
+DUES = st.sampled_from([None, "junk", (NOW + timedelta(minutes=5)).isoformat()])
+BODIES = {"release": "fleet:release", "quoted-release": "> fleet:release", "chat": "looks good"}
+FIELDS = {
+    "title": st.sampled_from([None, None, "HALT FLEET", "x [do-not-dispatch]"]),
+    "state": st.sampled_from(["open", "open", "closed"]),
+    "status": st.sampled_from(["Todo", "Todo", "Todo", "Done", None]),
+    "lane": st.sampled_from([None, "", "a", "b", "w1", "gpu", "fixes #3"]),
+    "labels": st.lists(st.sampled_from(["fleet-fixture", "hold", "bug"]), max_size=2),
+    "assignees": st.lists(st.just("alice"), max_size=1),
+    "parent": st.none() | REFS,
+    "blocked_by": st.lists(REFS, max_size=2),
+    "sub_issues": st.lists(REFS, max_size=2),
+}
+UNITS = st.builds(unit, NUMBERS, st.sampled_from(["active", "failed", "inactive", "activating"]))
+WORKERS = st.lists(
+    st.builds(
+        worker,
+        st.sampled_from(["w1", "w2", "w3"]),
+        st.sampled_from(["a", "b"]),
+        reach=st.sampled_from([Reach.OK, Reach.OK, Reach.UNREACHABLE]),
+        dark=st.sampled_from([None, None, RL]),
+        units=st.lists(UNITS, max_size=3),
+    ),
+    max_size=3,
+    unique_by=lambda w: w.name,
+)
+HALTS = st.lists(st.builds(halt, st.none() | CLOSING_TEXT, since=st.just(NOW)), max_size=1)
 
 
 @st.composite
 def boards(draw) -> Snapshot:
-    """A random but well-formed board: numbers 1..n, markers in time order, refs into the board."""
-    n = draw(st.integers(0, 8))
-    numbers = list(range(1, n + 1))
-    refs = st.builds(ref, st.integers(1, max(n, 1) + 2), st.sampled_from(["open", "closed"]))
+    """A random but well-formed board: numbers 1..n, each issue's history in time order."""
     issues = []
-    for number in numbers:
-        entries = draw(
-            st.lists(
-                st.one_of(
-                    st.tuples(st.sampled_from(KINDS), st.sampled_from([FLEET, FLEET, HUMAN])),
-                    st.sampled_from(["release", "quoted-release", "reopen", "chat"]),
-                ),
-                max_size=6,
-            )
-        )
+    for number in range(1, draw(st.integers(0, MAX_ISSUES)) + 1):
         timeline = []
-        for k, entry in enumerate(entries):
+        for k, entry in enumerate(draw(ENTRIES)):
             at = T0 + timedelta(minutes=number * 100 + k)
             if entry == "reopen":
                 timeline.append(reopen(at=at))
             elif isinstance(entry, str):
-                body = {"release": "fleet:release", "quoted-release": "> fleet:release"}
-                timeline.append(comment(body.get(entry, "looks good"), at=at))
+                timeline.append(comment(BODIES[entry], at=at))
             else:
-                due = draw(
-                    st.sampled_from([None, "junk", (NOW + timedelta(minutes=5)).isoformat()])
-                )
-                timeline.append(marker(entry[0], {"due": due}, author=entry[1], at=at))
-        issues.append(
-            issue(
-                number,
-                draw(st.sampled_from([None, "HALT FLEET", "x [do-not-dispatch]"])),
-                timeline=timeline,
-                state=draw(st.sampled_from(["open", "open", "closed"])),
-                status=draw(st.sampled_from(["Todo", "Todo", "Todo", "Done", None])),
-                lane=draw(st.sampled_from(LANES)),
-                labels=draw(
-                    st.lists(st.sampled_from(["fleet-fixture", "hold", "bug"]), max_size=2)
-                ),
-                assignees=draw(st.lists(st.sampled_from(["alice"]), max_size=1)),
-                parent=draw(st.none() | refs),
-                blocked_by=draw(st.lists(refs, max_size=2)),
-                sub_issues=draw(st.lists(refs, max_size=2)),
-            )
-        )
-    unit_specs = st.builds(
-        unit, st.integers(1, n + 1), st.sampled_from(["active", "failed", "inactive", "activating"])
-    )
-    workers = draw(
-        st.lists(
-            st.builds(
-                worker,
-                st.sampled_from(["w1", "w2", "w3"]),
-                st.sampled_from(["a", "b"]),
-                reach=st.sampled_from([Reach.OK, Reach.OK, Reach.UNREACHABLE]),
-                dark=st.sampled_from([None, None, RL]),
-                units=st.lists(unit_specs, max_size=3),
-            ),
-            max_size=3,
-            unique_by=lambda w: w.name,
-        )
-    )
-    halts = draw(
-        st.lists(st.builds(halt, st.none() | CLOSING_TEXT, since=st.just(NOW)), max_size=1)
-    )
-    return snapshot(*issues, workers=workers, halts=halts)
+                timeline.append(marker(entry[0], {"due": draw(DUES)}, author=entry[1], at=at))
+        fields = {name: draw(strategy) for name, strategy in FIELDS.items()}
+        issues.append(issue(number, timeline=timeline, **fields))
+    return snapshot(*issues, workers=draw(WORKERS), halts=draw(HALTS))
 
 
 @FAST

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fleet.inventory import WorkerConfig
 from fleet.model import Reach
 from fleet.transport import (
     CommandTimeout,
@@ -222,7 +222,7 @@ def test_reach_command_needs_a_runner_check() -> None:
 
 # --- LocalTransport ----------------------------------------------------------------------------
 
-NASTY = "it's \"quoted\"\nsecond line $(touch {sentinel}) `touch {sentinel}` $HOME ; | & *"
+NASTY = 'it\'s "quoted"\nsecond line $(touch {sentinel}) `touch {sentinel}` $HOME ; | & *'
 
 
 def test_local_transport_carries_a_quoted_argument_unharmed(tmp_path: Path) -> None:
@@ -276,33 +276,51 @@ def test_local_stream_reads_lines_and_ends(tmp_path: Path) -> None:
 # --- transport_for -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class WorkerStub:
-    """The attributes of fleet.inventory.WorkerConfig that transport_for reads."""
-
-    name: str
-    transport: str
-    host: str | None = None
-    port: int | None = None
-    master: str = "fleet"
-    path_prefix: tuple[str, ...] = ()
-    key: str | None = None
-    known_hosts: str | None = None
+def worker(name: str, transport: str, **over: object) -> WorkerConfig:
+    """A real inventory worker, so a renamed field breaks this test rather than production."""
+    fields: dict[str, object] = {
+        "name": name,
+        "transport": transport,
+        "host": None,
+        "port": 22,
+        "master": "fleet",
+        "lane": "default",
+        "clone": "/srv/clone",
+        "runner_clone": None,
+        "runner_remote": None,
+        "path_prefix": (),
+        "agent": "demo",
+        "supervisor": "auto",
+        "key": None,
+        "known_hosts": None,
+        "state_dir": "/srv/state",
+        "python": "python3",
+        "max_run_s": 3600,
+    }
+    fields.update(over)
+    return WorkerConfig(**fields)
 
 
 def test_transport_for_picks_the_carrier() -> None:
-    local = transport_for(WorkerStub("w0", "local", path_prefix=("/opt/bin",)))  # type: ignore[arg-type]
+    local = transport_for(worker("w0", "local", path_prefix=("/opt/bin",)))
     assert isinstance(local, LocalTransport) and isinstance(local, Transport)
     assert local.path_prefix == ("/opt/bin",)
     remote = transport_for(
-        WorkerStub("w1", "ssh", host="10.0.0.5", master="ann", known_hosts="/k")  # type: ignore[arg-type]
+        worker("w1", "ssh", host="10.0.0.5", port=2222, master="ann", known_hosts="/k")
     )
     assert isinstance(remote, SSHTransport) and isinstance(remote, Transport)
-    assert (remote.host, remote.port, remote.user, remote.known_hosts) == ("10.0.0.5", 22, "ann", "/k")
+    assert (remote.host, remote.port, remote.user, remote.known_hosts) == (
+        "10.0.0.5",
+        2222,
+        "ann",
+        "/k",
+    )
 
 
 def test_transport_for_rejects_an_unknown_carrier_and_a_hostless_ssh_worker() -> None:
     with pytest.raises(ValueError, match="unknown transport"):
-        transport_for(WorkerStub("w2", "telnet"))  # type: ignore[arg-type]
+        transport_for(worker("w2", "telnet"))
     with pytest.raises(ValueError, match="needs a host"):
-        transport_for(WorkerStub("w3", "ssh"))  # type: ignore[arg-type]
+        transport_for(worker("w3", "ssh"))
+    with pytest.raises(ValueError, match="needs a master"):
+        transport_for(worker("w4", "ssh", host="h", master=None))

@@ -1,0 +1,249 @@
+"""The demo agent against a real SQLite board, a real bare origin and a real detached worktree.
+
+Each run goes through the same pure decisions the runner uses (envelope -> capacity -> retry ->
+outcome), on the agent's merged stdout+stderr capture, so these tests pin what the runner will see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fleet.model import CapacitySource, IssueState, PRState
+from fleet.runner.brief import declared_blocker, read_results
+from fleet.runner.capacity import detect_limit, is_clean
+from fleet.runner.envelope import Capture, CaptureKind, parse_capture
+from fleet.runner.outcome import Outcome, OutcomeDecision, derive_outcome
+from fleet.runner.retry import decide_retry
+
+local = pytest.importorskip("fleet.board.local", reason="fleet.board.local not available yet")
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT_TIMEOUT_S = 60  # one demo run is a few git commands (~1 s); this bounds a wedged one
+BACKOFFS = (30, 120, 480)
+
+
+@dataclass
+class Fleet:
+    board: local.LocalBoard
+    board_path: Path
+    origin: Path
+    clone: Path
+    tmp: Path
+
+
+@dataclass(frozen=True)
+class Result:
+    exit_code: int
+    output: str
+    capture: Capture
+    outcome: OutcomeDecision
+    results: Path
+
+
+@pytest.fixture
+def fleet(tmp_path: Path):
+    tmp = tmp_path.resolve()  # D10: the worktree pointer is written from the physical path
+    board_path, origin, clone = tmp / "board.sqlite", tmp / "origin.git", tmp / "clone"
+    board = local.LocalBoard.create(board_path, origin)
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    yield Fleet(board, board_path, origin, clone, tmp)
+    board.disconnect()
+
+
+def _env(fleet: Fleet, issue: int, run_id: str, results: Path, brief: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=str(ROOT),
+        FLEET_ISSUE=str(issue),
+        FLEET_BOARD_PATH=str(fleet.board_path),
+        FLEET_ORIGIN=str(fleet.origin),
+        FLEET_RESULTS=str(results),
+        FLEET_RUN_ID=run_id,
+        FLEET_BRIEF=str(brief),
+        FLEET_DEMO_HANG_S="30",
+    )
+    return env
+
+
+def _worktree(fleet: Fleet, run_id: str) -> Path:
+    wt = fleet.tmp / "wt" / run_id
+    git = ["git", "-C", str(fleet.clone)]
+    subprocess.run([*git, "fetch", "-q", "origin"], check=True)
+    subprocess.run([*git, "worktree", "add", "-q", "--detach", str(wt), "origin/main"], check=True)
+    return wt
+
+
+def run_agent(fleet: Fleet, issue: int, run_id: str) -> Result:
+    """Run the agent the way the runner does (cwd = worktree, stderr merged) and decide."""
+    wt = _worktree(fleet, run_id)
+    results, brief = fleet.tmp / f"results-{run_id}.json", fleet.tmp / f"brief-{run_id}.md"
+    brief.write_text("brief-version: 1\n")
+    started = datetime.now(UTC)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleet.agents.demo"],
+        cwd=wt,
+        env=_env(fleet, issue, run_id, results, brief),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=AGENT_TIMEOUT_S,
+    )
+    capture = parse_capture(proc.stdout)
+    limit = detect_limit(proc.stdout, capture.envelope, datetime.now(UTC))
+    prs = fleet.board.pull_requests_closing(issue)
+    retry = decide_retry(
+        capture=capture,
+        output=proc.stdout,
+        exit_code=proc.returncode,
+        limit=limit,
+        artifact_found=bool(prs),
+        retries_so_far=0,
+        backoffs_s=BACKOFFS,
+    )
+    blocker, _warning = declared_blocker(read_results(results)[0])
+    outcome = derive_outcome(
+        prs=prs,
+        run_started_at=started,
+        capture=capture,
+        exit_code=proc.returncode,
+        signal=None,
+        timed_out=False,
+        limit=limit,
+        retry=retry,
+        declared_blocker=blocker,
+    )
+    return Result(proc.returncode, proc.stdout, capture, outcome, results)
+
+
+def test_default_mode_merges_a_pr_that_closes_the_issue(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Write the demo note")
+    r = run_agent(fleet, n, "r1")
+    assert r.exit_code == 0, r.output
+    assert r.capture.kind is CaptureKind.ENVELOPE and r.capture.envelope is not None
+    assert r.capture.envelope.num_turns >= 1 and not r.capture.envelope.is_error
+    assert r.outcome.outcome is Outcome.SUCCESS, r.outcome.detail
+    (pr,) = fleet.board.pull_requests_closing(n)
+    assert pr.merged and pr.branch == f"fleet/issue-{n}-r1" and f"Closes #{n}" in pr.body
+    issue = fleet.board.issue(n)
+    assert issue is not None and issue.state is IssueState.CLOSED
+    shown = subprocess.run(
+        ["git", "-C", str(fleet.origin), "show", f"main:notes/issue-{n}.md"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "run r1" in shown.stdout
+    assert is_clean(r.exit_code, r.output, r.capture.envelope)
+
+
+def test_pr_open_mode_leaves_the_pr_and_the_issue_open(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Open only", labels=["demo:pr-open"])
+    r = run_agent(fleet, n, "r2")
+    assert r.exit_code == 0, r.output
+    assert r.outcome.outcome is Outcome.PR_OPEN
+    (pr,) = fleet.board.pull_requests_closing(n)
+    assert pr.state is PRState.OPEN and not pr.merged
+    issue = fleet.board.issue(n)
+    assert issue is not None and issue.state is IssueState.OPEN
+
+
+def test_no_op_mode_has_an_envelope_and_no_pr(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Nothing to do", labels=["demo:no-op"])
+    r = run_agent(fleet, n, "r3")
+    assert r.exit_code == 0
+    assert r.capture.kind is CaptureKind.ENVELOPE and r.capture.zero_turns is False
+    assert fleet.board.pull_requests_closing(n) == ()
+    assert r.outcome.outcome is Outcome.NO_OP
+
+
+def test_rate_limit_mode_darkens_with_the_stated_reset(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Limited", labels=["demo:rate-limit"])
+    r = run_agent(fleet, n, "r4")
+    assert r.exit_code == 1
+    assert r.capture.envelope is not None and r.capture.envelope.is_error
+    assert r.outcome.outcome is Outcome.CAPACITY
+    assert fleet.board.pull_requests_closing(n) == ()
+    limit = detect_limit(r.output, r.capture.envelope, datetime.now(UTC))
+    assert limit is not None and limit.source is CapacitySource.RATE_LIMIT
+    assert limit.reset_at is not None and limit.reset_at > datetime.now(UTC)
+    assert not is_clean(r.exit_code, r.output, r.capture.envelope)
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind", "outcome", "exit_code"),
+    [
+        pytest.param("rate-limit-unknown", CaptureKind.ENVELOPE, Outcome.CAPACITY, 1, id="unknown"),
+        pytest.param("revoked", CaptureKind.ENVELOPE, Outcome.CAPACITY, 1, id="revoked"),
+        pytest.param("transient", CaptureKind.NO_ENVELOPE, Outcome.RETRY_PARKED, 1, id="transient"),
+        pytest.param("crash", CaptureKind.NO_ENVELOPE, Outcome.FAILED, 1, id="crash"),
+        pytest.param("blocker", CaptureKind.ENVELOPE, Outcome.BLOCKED, 0, id="blocker"),
+        pytest.param("garbled", CaptureKind.GARBLED, Outcome.GARBLED, 0, id="garbled"),
+    ],
+)
+def test_fault_modes(
+    fleet: Fleet, mode: str, kind: CaptureKind, outcome: Outcome, exit_code: int
+) -> None:
+    n = fleet.board.create_issue(f"Fault {mode}", labels=[f"demo:{mode}"])
+    r = run_agent(fleet, n, f"f-{mode}")
+    assert r.exit_code == exit_code, r.output
+    assert r.capture.kind is kind, r.capture.detail
+    assert r.outcome.outcome is outcome, r.outcome.detail
+    assert fleet.board.pull_requests_closing(n) == ()
+    limit = detect_limit(r.output, r.capture.envelope, datetime.now(UTC))
+    if mode == "revoked":
+        assert limit is not None and limit.source is CapacitySource.REVOKED
+    if mode == "rate-limit-unknown":
+        assert limit is not None and limit.reset_at is None
+    if mode == "crash":
+        assert "Traceback" in r.output
+    if mode == "blocker":
+        assert json.loads(r.results.read_text())["blocker"]["reason"]
+
+
+def test_hang_mode_runs_until_killed_with_a_child(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Hang", labels=["demo:hang"])
+    wt = _worktree(fleet, "h1")
+    env = _env(fleet, n, "h1", fleet.tmp / "r.json", fleet.tmp / "missing-brief.md")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fleet.agents.demo"],
+        cwd=wt,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: the test's stand-in for a unit's cgroup
+    )
+    try:
+        child = None
+        deadline = time.monotonic() + AGENT_TIMEOUT_S
+        assert proc.stdout is not None
+        while child is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if "child sleep pid" in line:
+                child = int(line.split("child sleep pid ")[1].split(",")[0])
+        assert child is not None, "the hang mode never announced its child"
+        assert proc.poll() is None  # still hanging
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+        for _ in range(100):  # the child is gone with the group (bounded: 100 x 50 ms)
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"child {child} survived the group kill")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)

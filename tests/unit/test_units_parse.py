@@ -1,0 +1,404 @@
+"""Pure parts of the supervisor: names, command builders, and parsers of captured output (D3, D4).
+
+The systemd strings below have the shape ``systemctl --user show`` and ``systemd-run`` print
+(shared/notes/agent-facts.md, docker-facts.md); the collision cases carry the *same* stderr on
+purpose — check 10 must tell them apart by the unit's state, never by the error string.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fleet.transport import RunResult
+from fleet.units import (
+    ClaimCode,
+    SupervisorError,
+    UnitsParseError,
+    issue_of,
+    portable,
+    systemd,
+    unit_name,
+)
+from fleet.units.__main__ import build_parser
+from fleet.units.base import check_start_args
+
+ENV = {"PATH": "/home/me/.local/bin:/usr/bin"}
+COLLISION = (
+    "Failed to start transient service unit: "
+    "Unit task-42.service was already loaded or has a fragment file.\n"
+)
+
+
+def show(state: str, load: str = "loaded", start_us: int = 123456789, issue: int = 42) -> str:
+    stamp = "Sun 2026-11-29 15:00:00 UTC" if start_us else ""
+    return (
+        f"Id=task-{issue}.service\nLoadState={load}\nActiveState={state}\nSubState=running\n"
+        f"Result=success\nExecMainPID=4242\nExecMainStartTimestamp={stamp}\n"
+        f"ExecMainStartTimestampMonotonic={start_us}\nExecMainExitTimestampMonotonic=0\n"
+    )
+
+
+def started(rc: int, block: str) -> str:
+    return f"\n{systemd.MARK} start rc={rc}\n{block}"
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+
+@given(st.integers(min_value=1, max_value=10**9))
+def test_unit_name_round_trips_and_carries_no_entropy(issue: int) -> None:
+    assert unit_name(issue) == unit_name(issue) == f"task-{issue}"
+    assert issue_of(unit_name(issue)) == issue
+    assert issue_of(unit_name(issue) + ".service") == issue
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, "7", 7.0, None])
+def test_unit_name_refuses_what_is_not_an_issue_number(bad: object) -> None:
+    with pytest.raises(ValueError, match="positive int"):
+        unit_name(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "name", ["task-0", "task-", "task-42-1700000000-ab12", "task-42.scope", "xtask-4", "task-٣"]
+)
+def test_issue_of_rejects_names_that_are_not_ours(name: str) -> None:
+    assert issue_of(name) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "max_run_s", "message"),
+    [
+        ([], ENV, 60, "non-empty"),
+        ("agent", ENV, 60, "non-empty"),
+        (["agent"], {}, 60, "PATH"),
+        (["agent"], {"PATH": ""}, 60, "PATH"),
+        (["agent"], {**ENV, "BAD KEY": "x"}, 60, "valid variable"),
+        (["agent"], {**ENV, "K": "a\0b"}, 60, "NUL"),
+        (["agent"], ENV, 0, "max_run_s"),
+        (["agent"], ENV, True, "max_run_s"),
+    ],
+)
+def test_start_arguments_are_refused_with_a_clear_error(
+    argv: object, env: dict[str, str], max_run_s: object, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        check_start_args(argv, env, max_run_s)  # type: ignore[arg-type]
+
+
+# -- portable: builders agree with the worker's CLI ----------------------------------------------
+
+shell_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"))
+
+
+@given(
+    argv=st.lists(shell_text, min_size=1, max_size=5),
+    values=st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True), shell_text),
+    cwd=st.one_of(st.none(), shell_text.filter(bool)),
+)
+def test_portable_start_command_reaches_the_worker_cli_intact(
+    argv: list[str], values: dict[str, str], cwd: str | None
+) -> None:
+    env = {**values, "PATH": "/usr/bin"}
+    command = portable.build_start_command(
+        python="python3",
+        state_dir="~/units dir",
+        issue=7,
+        argv=argv,
+        env=env,
+        max_run_s=90,
+        cwd=cwd,
+    )
+    words = shlex.split(command)
+    assert words[:3] == ["python3", "-m", "fleet.units"]
+    args = build_parser().parse_args(words[3:])
+    assert (args.command, args.dir, args.issue, args.max_run_s) == ("start", "~/units dir", 7, 90)
+    assert args.argv == argv
+    assert dict(item.split("=", 1) for item in args.setenv) == env
+    assert args.cwd == cwd
+
+
+def test_portable_probe_and_stop_commands_parse_on_the_worker() -> None:
+    probe = build_parser().parse_args(
+        shlex.split(portable.build_probe_command(python="py", state_dir="/s d"))[3:]
+    )
+    stop = build_parser().parse_args(
+        shlex.split(portable.build_stop_command(python="py", state_dir="/s", issue=5, timeout_s=2))[
+            3:
+        ]
+    )
+    assert (probe.command, probe.dir) == ("probe", "/s d")
+    assert (stop.command, stop.issue, stop.timeout_s) == ("stop", 5, 2.0)
+
+
+# -- portable: parsers ---------------------------------------------------------------------------
+
+RECORD = {
+    "issue": 7,
+    "state": "active",
+    "start_us": 5_000_000,
+    "started_at": "2026-11-29T15:00:00.000001+00:00",
+    "pid": 10,
+    "supervisor_pid": 9,
+}
+
+
+def answer(code: str, unit: object = RECORD, exit: int | None = None) -> RunResult:
+    payload = json.dumps({"code": code, "unit": unit, "detail": f"d-{code}"})
+    return RunResult(portable.START_EXITS[code] if exit is None else exit, "motd\n" + payload, "")
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("launched", ClaimCode.LAUNCHED),
+        ("held-live", ClaimCode.HELD_LIVE),
+        ("held-finished", ClaimCode.HELD_FINISHED),
+        ("failed", ClaimCode.SUPERVISOR_FAILED),
+    ],
+)
+def test_portable_start_answer_maps_to_its_claim_code(code: str, expected: ClaimCode) -> None:
+    claim = portable.parse_start(answer(code), issue=7, worker="w1", master="m")
+    assert claim.code is expected
+    if expected is ClaimCode.SUPERVISOR_FAILED:
+        assert claim.unit is None
+    else:
+        assert claim.unit is not None
+        assert (claim.unit.issue, claim.unit.worker, claim.unit.master) == (7, "w1", "m")
+        assert claim.unit.start_us == 5_000_000
+        assert claim.unit.started_at == datetime(2026, 11, 29, 15, 0, 0, 1, tzinfo=UTC)
+
+
+def test_portable_start_answer_whose_exit_disagrees_is_a_supervisor_failure() -> None:
+    claim = portable.parse_start(answer("launched", exit=5), issue=7, worker="w", master="m")
+    assert claim.code is ClaimCode.SUPERVISOR_FAILED and "inconsistent" in claim.detail
+
+
+def test_portable_start_without_an_answer_reports_stderr() -> None:
+    result = RunResult(1, "", "/usr/bin/python3: No module named fleet\n")
+    claim = portable.parse_start(result, issue=7, worker="w", master="m")
+    assert claim.code is ClaimCode.SUPERVISOR_FAILED and "No module named fleet" in claim.detail
+
+
+def test_portable_held_answer_with_an_unreadable_record_still_says_held() -> None:
+    claim = portable.parse_start(answer("held-live", unit="?"), issue=7, worker="w", master="m")
+    assert claim.code is ClaimCode.HELD_LIVE and claim.unit is not None
+    assert claim.unit.issue == 7
+
+
+def test_portable_probe_parses_units_and_refuses_to_guess() -> None:
+    ok = RunResult(0, json.dumps({"units": [{**RECORD, "issue": 9}, RECORD]}), "")
+    assert [u.issue for u in portable.parse_probe(ok, worker="w", master="m")] == [7, 9]
+    assert portable.parse_probe(RunResult(0, '{"units": []}', ""), worker="w", master="m") == ()
+    for broken in (
+        RunResult(1, '{"error": "cannot list /x: Permission denied"}', ""),
+        RunResult(127, "", "python3: not found"),
+        RunResult(0, '{"units": [{"issue": "x"}]}', ""),
+        RunResult(0, '{"units": 3}', ""),
+    ):
+        with pytest.raises(SupervisorError):
+            portable.parse_probe(broken, worker="w", master="m")
+
+
+@given(st.text(), st.integers(-1, 255))
+def test_portable_parsers_never_crash_on_garbage(stdout: str, exit: int) -> None:
+    result = RunResult(exit, stdout, "")
+    assert portable.parse_start(result, issue=7, worker="w", master="m").code in ClaimCode
+    try:
+        portable.parse_probe(result, worker="w", master="m")
+        portable.parse_stop(result, worker="w")
+    except SupervisorError:
+        pass
+
+
+@given(st.dictionaries(st.sampled_from(list(RECORD)), st.none() | st.integers() | st.text()))
+def test_portable_records_of_any_shape_parse_or_are_refused(record: dict) -> None:
+    stdout = json.dumps({"code": "launched", "unit": record})
+    claim = portable.parse_start(RunResult(0, stdout, ""), issue=7, worker="w", master="m")
+    assert claim.code is ClaimCode.LAUNCHED and claim.unit is not None
+    try:
+        units = portable.parse_probe(
+            RunResult(0, json.dumps({"units": [record]}), ""), worker="w", master="m"
+        )
+    except SupervisorError:
+        return
+    assert all(u.issue > 0 and u.start_us >= 0 for u in units)
+
+
+# -- systemd: builders ---------------------------------------------------------------------------
+
+
+def test_systemd_start_command_is_the_d3_invocation_then_a_state_read() -> None:
+    command = systemd.build_start_command(
+        issue=42,
+        argv=["agent", "it's", "--flag"],
+        env={"PATH": "/a b:/usr/bin", "FLEET_RUN": "r1"},
+        max_run_s=3600,
+        cwd="/work tree",
+        notifier=systemd.NOTIFIER_TEMPLATE,
+    )
+    run, rest = command.split("; rc=$?", 1)
+    assert shlex.split(run) == [
+        "systemd-run", "--user", "--unit=task-42", "--collect", "-p", "Type=exec",
+        "-p", "RuntimeMaxSec=3600", "-p", "OnFailure=fleet-notify@task-42.service",
+        "--setenv=PATH=/a b:/usr/bin", "--setenv=FLEET_RUN=r1",
+        "--working-directory=/work tree", "--", "agent", "it's", "--flag",
+    ]  # fmt: skip
+    assert "systemctl --user show task-42.service" in rest and "ActiveState" in rest
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        systemd.build_start_command(issue=1, argv=["a"], env=ENV, max_run_s=5),
+        systemd.build_probe_command(),
+        systemd.build_stop_command(3, 2.5),
+        systemd.notifier_install_command("/usr/bin/python3"),
+    ],
+)
+def test_systemd_commands_are_valid_shell(command: str) -> None:
+    assert subprocess.run(["bash", "-n", "-c", command], capture_output=True).returncode == 0
+
+
+def test_notifier_always_exits_zero_and_refuses_an_unquotable_python() -> None:
+    text = systemd.notifier_unit_text("/usr/bin/python3")
+    exec_line = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+    assert exec_line.startswith("ExecStart=-")  # any exit status counts as success
+    assert exec_line.endswith("|| true'") and "notify %i" in exec_line
+    with pytest.raises(ValueError, match="plain path"):
+        systemd.notifier_unit_text("/opt/my python/bin/python3")
+
+
+# -- systemd: parsers of captured output ---------------------------------------------------------
+
+
+def test_systemd_launch_reads_the_monotonic_start() -> None:
+    result = RunResult(0, started(0, show("active")), "Running as unit: task-42.service\n")
+    claim = systemd.parse_start(result, issue=42, worker="w", master="m")
+    assert claim.code is ClaimCode.LAUNCHED and claim.unit is not None
+    assert claim.unit.start_us == 123456789 and claim.unit.state == "active"
+    assert claim.unit.started_at == datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
+
+
+def test_systemd_launch_of_a_run_already_collected_is_still_a_launch() -> None:
+    result = RunResult(0, started(0, show("inactive", "not-found", 0)), "")
+    claim = systemd.parse_start(result, issue=42, worker="w", master="m")
+    assert claim.code is ClaimCode.LAUNCHED and claim.unit is not None
+
+
+@pytest.mark.parametrize(
+    ("state", "load", "expected"),
+    [
+        ("active", "loaded", ClaimCode.HELD_LIVE),
+        ("activating", "loaded", ClaimCode.HELD_LIVE),
+        ("reloading", "loaded", ClaimCode.HELD_LIVE),
+        ("deactivating", "loaded", ClaimCode.HELD_FINISHED),
+        ("failed", "loaded", ClaimCode.HELD_FINISHED),
+        ("inactive", "loaded", ClaimCode.HELD_FINISHED),
+        ("inactive", "not-found", ClaimCode.SUPERVISOR_FAILED),
+        ("active", "masked", ClaimCode.SUPERVISOR_FAILED),
+        ("", "", ClaimCode.SUPERVISOR_FAILED),
+    ],
+)
+def test_systemd_collision_is_classified_by_state_not_by_message(
+    state: str, load: str, expected: ClaimCode
+) -> None:
+    result = RunResult(0, started(1, show(state, load)), COLLISION)
+    claim = systemd.parse_start(result, issue=42, worker="w", master="m")
+    assert claim.code is expected
+    assert (claim.unit is None) is (expected is ClaimCode.SUPERVISOR_FAILED)
+
+
+def test_systemd_failure_without_a_bus_is_not_a_collision() -> None:
+    stderr = "Failed to connect to bus: No medium found\n"
+    result = RunResult(0, started(1, ""), stderr)
+    claim = systemd.parse_start(result, issue=42, worker="w", master="m")
+    assert claim.code is ClaimCode.SUPERVISOR_FAILED and "No medium found" in claim.detail
+
+
+def test_systemd_probe_lists_live_and_lingering_units() -> None:
+    listing = (
+        "task-42.service loaded active running /usr/bin/bash -c FOO=bar run\n"
+        "● task-7.service loaded failed failed /usr/bin/agent\n"
+    )
+    stdout = (
+        f"{systemd.MARK} list rc=0\n{listing}{systemd.MARK} show rc=0\n"
+        f"{show('active')}\n{show('failed', issue=7, start_us=99)}\n{systemd.MARK} end rc=0\n"
+    )
+    units = systemd.parse_probe(RunResult(0, stdout, ""), worker="w", master="m")
+    assert [(u.issue, u.state, u.start_us) for u in units] == [
+        (7, "failed", 99),
+        (42, "active", 123456789),
+    ]
+
+
+def test_systemd_probe_with_no_units_is_empty_and_without_a_bus_is_an_error() -> None:
+    empty = RunResult(0, f"{systemd.MARK} list rc=0\n\n", "")
+    assert systemd.parse_probe(empty, worker="w", master="m") == ()
+    no_bus = RunResult(
+        0, f"{systemd.MARK} list rc=1\nFailed to connect to bus: No medium found\n", ""
+    )
+    with pytest.raises(SupervisorError, match="No medium found"):
+        systemd.parse_probe(no_bus, worker="w", master="m")
+    with pytest.raises(SupervisorError):
+        systemd.parse_probe(RunResult(255, "", "ssh: connect refused"), worker="w", master="m")
+
+
+def test_systemd_stop_reports_what_it_found_and_what_it_left() -> None:
+    stdout = (
+        f"{systemd.MARK} before rc=0\n{show('active')}"
+        f"{systemd.MARK} after rc=1\n{show('inactive', 'not-found', 0)}"
+    )
+    outcome = systemd.parse_stop(RunResult(0, stdout, ""), issue=42, worker="w")
+    assert (outcome.was_live, outcome.stopped) == (True, True)
+    assert "SIGKILL" in outcome.detail
+    nothing = stdout.replace("ActiveState=active", "ActiveState=inactive").replace(
+        "LoadState=loaded", "LoadState=not-found"
+    )
+    outcome = systemd.parse_stop(RunResult(0, nothing, ""), issue=42, worker="w")
+    assert (outcome.was_live, outcome.stopped) == (False, True)
+
+
+marked = st.lists(
+    st.one_of(
+        st.text(),
+        st.builds(
+            lambda section, rc: f"{systemd.MARK} {section} rc={rc}",
+            st.sampled_from(["start", "list", "show", "end", "before", "after", "x"]),
+            st.integers(-5, 300),
+        ),
+        st.builds(
+            lambda k, v: f"{k}={v}",
+            st.sampled_from(systemd.SHOW_PROPS),
+            st.one_of(st.text(), st.sampled_from(["task-3.service", "loaded", "active", "12"])),
+        ),
+    ),
+    max_size=30,
+).map("\n".join)
+
+
+@given(marked, st.integers(-1, 255))
+def test_systemd_parsers_classify_or_refuse_never_crash(stdout: str, exit: int) -> None:
+    result = RunResult(exit, stdout, "")
+    assert isinstance(systemd.parse_show(stdout), list)
+    assert systemd.parse_start(result, issue=3, worker="w", master="m").code in ClaimCode
+    for parse in (
+        lambda: systemd.parse_probe(result, worker="w", master="m"),
+        lambda: systemd.parse_stop(result, issue=3, worker="w"),
+    ):
+        try:
+            parse()
+        except (SupervisorError, UnitsParseError):
+            pass
+
+
+@given(st.text())
+def test_systemd_timestamps_parse_or_are_none(text: str) -> None:
+    value = systemd.parse_timestamp(text)
+    assert value is None or value.tzinfo is UTC
