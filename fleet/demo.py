@@ -24,7 +24,7 @@ from fleet.board import open_board
 from fleet.cmd.common import context
 from fleet.context import FleetContext
 from fleet.inventory import load
-from fleet.markers import history, parked_until
+from fleet.markers import history, open_start, parked_until
 from fleet.model import CIState
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
