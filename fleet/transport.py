@@ -344,6 +344,13 @@ def _result(res: invoke.Result) -> RunResult:
     return RunResult(exit=res.exited, stdout=res.stdout, stderr=res.stderr)
 
 
+def _killed_by_timer(result: RunResult, timeout: float | None, started: float) -> bool:
+    """invoke races its own timer: when the kill lands before the timer thread has finished, the
+    killed command comes back as a Result (exit -1 from a closed ssh channel, -9 locally) instead
+    of CommandTimedOut. Seen here in ~1 of 5 ssh runs. A negative exit past the deadline is that."""
+    return timeout is not None and result.exit < 0 and time.monotonic() - started >= timeout
+
+
 class LocalTransport:
     """The worker is this machine: ``invoke.Context().run`` with the same PATH repair as ssh.
 
@@ -374,6 +381,7 @@ class LocalTransport:
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
         full = NO_STDIN + env_exports({**self.env, **(env or {})}) + self._repair + command
+        started = time.monotonic()
         try:
             res = self._ctx.run(full, hide=True, warn=True, in_stream=False, timeout=timeout)
         except invoke.exceptions.CommandTimedOut as err:
@@ -385,7 +393,10 @@ class LocalTransport:
                 f"{self.worker}: could not run the command locally: {err}"
             ) from err
         assert res is not None  # warn=True: invoke returns a Result for every exit status
-        return _result(res)
+        result = _result(res)
+        if _killed_by_timer(result, timeout, started):
+            raise CommandTimeout(f"{self.worker}: command timed out after {timeout}s", result)
+        return result
 
     def open_stream(self, command: str) -> Stream:
         full = env_exports(self.env) + self._repair + command
@@ -531,6 +542,7 @@ class SSHTransport:
         # env travels inline (export ...;): sshd drops channel env requests unless AcceptEnv.
         full = NO_STDIN + env_exports(env) + self._repair + command
         conn = self._open()
+        started = time.monotonic()
         try:
             res = conn.run(full, hide=True, warn=True, in_stream=False, timeout=timeout)
         except invoke.exceptions.CommandTimedOut as err:
@@ -542,7 +554,15 @@ class SSHTransport:
             self.close()
             raise TransportError(f"{self.where}: ssh run failed: {err}") from err
         assert res is not None  # warn=True: fabric returns a Result for every exit status
-        return _result(res)
+        result = _result(res)
+        if _killed_by_timer(result, timeout, started):
+            self.close()
+            raise CommandTimeout(f"{self.where}: command timed out after {timeout}s", result)
+        if result.exit < 0:
+            # paramiko's -1: the channel closed with no exit status. No remote exit, no RunResult.
+            self.close()
+            raise TransportError(f"{self.where}: the channel closed without an exit status")
+        return result
 
     def open_stream(self, command: str) -> Stream:
         conn = self._open()
