@@ -1,0 +1,110 @@
+"""Dispatch latency on the embedded default: N no-op issues on a one-worker local fleet.
+
+Reads ``DispatchResult.timings``: ``probe_to_live_s`` (the fleet-wide probe, check 6, through the
+unit-name claim, check 10) and ``lock_held_s`` (how long the fleet lock is held, D4 — the window
+every other dispatcher waits on). Prints median and p95 of both. Each run is waited out before the
+next dispatch, so every figure is one dispatch on an idle worker.
+
+    PYTHONPATH=. python bench/dispatch_bench.py [--count 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fleet.board import open_board
+from fleet.context import FleetContext
+from fleet.dispatch import dispatch
+from fleet.inventory import load
+from fleet.markers import TERMINAL, history
+from fleet.model import CIState
+
+# A no-op run is a runner start plus a few git commands (~1 s locally); this bounds a wedged one.
+RUN_DEADLINE_S = 30.0
+POLL_S = 0.1  # board poll period while waiting for a run's terminal marker
+
+_INVENTORY = """\
+board: {{kind: local, path: {d}/board.sqlite3, origin: {d}/origin.git, identity: fleet}}
+lock: {{path: {d}/fleet.lock, wait_s: 30}}
+halt: {{file: {d}/HALT, issue_title: HALT FLEET}}
+policy: {{max_run_s: 60}}
+state_dir: {d}/state
+workers:
+  - name: w1
+    transport: local
+    clone: {d}/workers/w1/clone
+    state_dir: {d}/workers/w1
+    python: {py}
+    agent: {py} -m fleet.agents.demo
+    supervisor: portable
+    path_prefix: []
+"""
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _wait_terminal(ctx: FleetContext, number: int) -> bool:
+    end = time.monotonic() + RUN_DEADLINE_S
+    while time.monotonic() < end:
+        issue = ctx.board.issue(number)
+        if issue is not None and any(m.kind in TERMINAL for m in history(issue, "fleet").markers):
+            return True
+        time.sleep(POLL_S)
+    return False
+
+
+def run(count: int, root: Path) -> int:
+    path = root / "inventory.yaml"
+    path.write_text(_INVENTORY.format(d=root, py=sys.executable), encoding="utf-8")
+    inv = load(path)
+    board = open_board(inv, create=True)
+    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
+    probe: list[float] = []
+    held: list[float] = []
+    refused = 0
+    with FleetContext(inv, board) as ctx:
+        for i in range(count):
+            n = board.create_issue(f"bench no-op {i}", "body", labels=["demo:no-op"])
+            r = dispatch(ctx, n, worker="w1")
+            if not r.launched:
+                refused += 1
+                print(r.line(), file=sys.stderr)
+                continue
+            probe.append(r.timings["probe_to_live_s"])
+            held.append(r.timings["lock_held_s"])
+            if not _wait_terminal(ctx, n):
+                print(
+                    f"bench: #{n} had no terminal marker after {RUN_DEADLINE_S}s", file=sys.stderr
+                )
+    if not probe:
+        print("bench: no dispatch launched", file=sys.stderr)
+        return 1
+    print(f"dispatches: {count} ({len(probe)} launched, {refused} refused)")
+    for name, xs in (("probe_to_live_s", probe), ("lock_held_s", held)):
+        print(
+            f"{name:>16}: median {statistics.median(xs) * 1000:7.1f} ms   "
+            f"p95 {_quantile(xs, 0.95) * 1000:7.1f} ms   max {max(xs) * 1000:7.1f} ms"
+        )
+    return 0 if refused == 0 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--count", type=int, default=100, help="how many no-op issues to dispatch")
+    args = p.parse_args(argv)
+    if args.count < 1:
+        p.error("--count must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="fleet-dispatch-bench-") as tmp:
+        return run(args.count, Path(tmp).resolve())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""``dispatch()`` against the embedded default: a real SQLite board, a real bare origin, local workers
+under the portable supervisor, and the stand-in agent (``python -m fleet.agents.demo``).
+
+Seed 003's pre-flight: every refusal returns its own exit code (D20) and writes nothing to the
+board, except check 3, which comments exactly once. A launch runs the real runner to a merged PR.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from fleet.board import open_board
+from fleet.board.base import Board
+from fleet.context import FleetContext
+from fleet.dispatch import dispatch
+from fleet.exits import Exit
+from fleet.halt import write_halt_file
+from fleet.inventory import Inventory, load
+from fleet.markers import Kind, history
+from fleet.model import Capacity, CapacitySource, CIState, Issue
+from fleet.runner.capacity import capacity_path, write_capacity
+
+pytestmark = pytest.mark.timeout(120)
+
+# A whole default-mode run (runner start, worktree, demo agent's git work, close-out) takes ~1 s
+# locally; this bounds a wedged one so the test fails instead of hanging.
+RUN_DEADLINE_S = 30.0
+POLL_S = 0.2  # board poll period while waiting on a run
+# The unit's run-time limit: the backstop that ends a leaked demo:hang unit if a test dies before
+# its own stop (the hang agent sleeps for an hour otherwise).
+MAX_RUN_S = 40
+
+_INVENTORY = """\
+board: {{kind: local, path: {d}/board.sqlite3, origin: {d}/origin.git, identity: fleet}}
+lock: {{path: {d}/fleet.lock, wait_s: {lock_wait}}}
+halt: {{file: {d}/HALT, issue_title: HALT FLEET}}
+policy:
+  max_run_s: {max_run}
+state_dir: {d}/state
+workers:
+{workers}"""
+
+_WORKER = """\
+  - name: {name}
+    transport: local
+    clone: {d}/workers/{name}/clone
+    state_dir: {d}/workers/{name}
+    python: {py}
+    agent: {py} -m fleet.agents.demo
+    supervisor: portable
+    path_prefix: []
+"""
+
+
+@dataclass
+class Fleet:
+    root: Path
+    inventory_path: Path
+    inventory: Inventory
+    board: Board
+    ctx: FleetContext
+
+    def stop(self, worker: str, issue: int) -> None:
+        w = self.inventory.worker(worker)
+        assert w is not None
+        self.ctx.supervisor(w).stop(issue, timeout_s=10.0)
+
+
+def write_fleet_inventory(
+    root: Path, workers: tuple[str, ...] = ("w1",), *, lock_wait_s: float = 30
+) -> Path:
+    """The demo's embedded-default shape (fleet.demo.write_inventory), with named workers."""
+    body = "".join(_WORKER.format(name=n, d=root, py=sys.executable) for n in workers)
+    path = root / "inventory.yaml"
+    path.write_text(
+        _INVENTORY.format(d=root, workers=body, lock_wait=lock_wait_s, max_run=MAX_RUN_S),
+        encoding="utf-8",
+    )
+    return path
+
+
+def make_fleet(root: Path, workers: tuple[str, ...] = ("w1",)) -> Fleet:
+    root = root.resolve()  # D10: worktree pointers are written from the physical path
+    path = write_fleet_inventory(root, workers)
+    inv = load(path)
+    board = open_board(inv, create=True)
+    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
+    return Fleet(root, path, inv, board, FleetContext(inv, board))
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    f = make_fleet(tmp_path)
+    try:
+        yield f
+    finally:
+        f.ctx.close()
+
+
+def all_comments(board: Board) -> int:
+    return sum(len(i.comments) for i in board.list_issues())  # type: ignore[attr-defined]
+
+
+def wait_for(board: Board, number: int, done, deadline_s: float = RUN_DEADLINE_S) -> Issue:
+    """Poll the board until ``done(issue)``; bounded, so a wedged run fails the test."""
+    end = time.monotonic() + deadline_s
+    while True:
+        issue = board.issue(number)
+        assert issue is not None
+        if done(issue):
+            return issue
+        if time.monotonic() > end:
+            bodies = [c.body.splitlines()[0] for c in issue.comments]
+            raise AssertionError(f"#{number} not done after {deadline_s}s: {issue.state} {bodies}")
+        time.sleep(POLL_S)
+
+
+def kinds(issue: Issue) -> list[Kind]:
+    return [m.kind for m in history(issue, "fleet").markers]
+
+
+def has_marker(kind: Kind):
+    return lambda issue: kind in kinds(issue)
+
+
+def refuses(f: Fleet, number: int, code: Exit, check: int | None, **kw: object) -> str:
+    """Dispatch, assert the refusal and that the board took no write; return the one line."""
+    before = all_comments(f.board)
+    r = dispatch(f.ctx, number, **kw)  # type: ignore[arg-type]
+    assert r.outcome == "refused", r
+    assert r.code is code, r.line()
+    assert r.check == check, r.line()
+    assert not r.launched
+    assert all_comments(f.board) == before, "a refusal wrote to the board (D6)"
+    line = r.line()
+    assert line.startswith(f"fleet: #{number} refused by check {check}:")
+    assert "\n" not in line
+    return line
+
+
+# -- kill switches -------------------------------------------------------------------------------
+
+
+def test_halt_file_refuses_with_its_reason(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("plain work", "body")
+    write_halt_file(Path(fleet.inventory.halt.file), "migrating the forge", author="ops")
+    line = refuses(fleet, n, Exit.HALTED_FILE, 0, worker="w1")
+    assert "migrating the forge" in line
+    assert "ops" in line
+
+
+def test_halt_issue_refuses(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("plain work", "body")
+    fleet.board.create_issue("HALT FLEET", "bad deploy, hold everything")
+    line = refuses(fleet, n, Exit.HALTED_ISSUE, 0, worker="w1")
+    assert "bad deploy" in line
+
+
+# -- checks 1, 2, 3, 5, 7 ------------------------------------------------------------------------
+
+
+def test_missing_issue_refuses(fleet: Fleet) -> None:
+    refuses(fleet, 999, Exit.ISSUE_MISSING, 1, worker="w1")
+
+
+def test_closed_issue_refuses_silently(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("plain work", "body")
+    fleet.board.close(n)  # type: ignore[attr-defined]
+    refuses(fleet, n, Exit.ISSUE_CLOSED, 2, worker="w1")
+
+
+def test_do_not_dispatch_comments_exactly_once(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("[do-not-dispatch] spike notes", "body")
+    for _ in range(2):
+        r = dispatch(fleet.ctx, n, worker="w1")
+        assert (r.outcome, r.code, r.check) == ("refused", Exit.DO_NOT_DISPATCH, 3)
+    issue = fleet.board.issue(n)
+    assert issue is not None
+    assert kinds(issue) == [Kind.DO_NOT_DISPATCH]
+    assert len(issue.comments) == 1
+
+
+def test_do_not_dispatch_dry_run_writes_nothing(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("[do-not-dispatch] spike notes", "body")
+    refuses(fleet, n, Exit.DO_NOT_DISPATCH, 3, worker="w1", dry_run=True)
+
+
+def test_open_blocker_refuses_and_names_it(fleet: Fleet) -> None:
+    blocker = fleet.board.create_issue("first", "body")
+    n = fleet.board.create_issue("second", "body")
+    fleet.board.add_blocker(n, blocker)  # type: ignore[attr-defined]
+    line = refuses(fleet, n, Exit.BLOCKED, 5, worker="w1")
+    assert f"#{blocker}" in line
+
+
+def test_red_ci_refuses_and_ignore_ci_passes(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("plain work", "body")
+    fleet.board.set_ci(CIState.RED)  # type: ignore[attr-defined]
+    line = refuses(fleet, n, Exit.CI_RED, 7, worker="w1")
+    assert "--ignore-ci" in line
+    r = dispatch(fleet.ctx, n, worker="w1", dry_run=True, ignore_ci=True)
+    assert (r.outcome, r.code) == ("dry-run", Exit.OK), r.line()
+
+
+# -- check 4 and the worker choice ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "code"),
+    [
+        (CapacitySource.RATE_LIMIT, Exit.DARK_RATE_LIMIT),
+        (CapacitySource.REVOKED, Exit.DARK_REVOKED),
+    ],
+)
+def test_capacity_dark_worker_refuses_by_source(
+    fleet: Fleet, source: CapacitySource, code: Exit
+) -> None:
+    n = fleet.board.create_issue("plain work", "body")
+    now = datetime.now(UTC)
+    reset = now + timedelta(hours=2) if source is CapacitySource.RATE_LIMIT else None
+    w = fleet.inventory.worker("w1")
+    assert w is not None
+    write_capacity(
+        capacity_path(Path(w.state_dir)), Capacity(source, reset, "limit reached", now, n)
+    )
+    line = refuses(fleet, n, code, 4, worker="w1")
+    assert "w1" in line
+
+
+def test_unknown_worker_refuses(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("plain work", "body")
+    line = refuses(fleet, n, Exit.NO_WORKER, None, worker="nope")
+    assert "'nope'" in line
+
+
+def test_dry_run_launches_nothing(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("plain work", "body")
+    before = all_comments(fleet.board)
+    r = dispatch(fleet.ctx, n, worker="w1", dry_run=True)
+    assert (r.outcome, r.code, r.check, r.unit) == ("dry-run", Exit.OK, None, f"task-{n}")
+    w = fleet.inventory.worker("w1")
+    assert w is not None
+    assert [u for u in fleet.ctx.supervisor(w).probe() if u.issue == n] == []
+    time.sleep(0.5)  # a launched runner would have posted its start marker by now
+    assert all_comments(fleet.board) == before
+
+
+# -- a launch ------------------------------------------------------------------------------------
+
+
+def test_launch_runs_to_a_merged_pr_and_success(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Add a greeting", "body")
+    r = dispatch(fleet.ctx, n, worker="w1")
+    assert (r.outcome, r.code, r.worker, r.unit) == ("launched", Exit.OK, "w1", f"task-{n}")
+    assert r.timings["probe_to_live_s"] >= 0
+    assert r.timings["lock_held_s"] >= r.timings["probe_to_live_s"] * 0.5
+    issue = wait_for(fleet.board, n, lambda i: not i.is_open and has_marker(Kind.SUCCESS)(i))
+    assert kinds(issue) == [Kind.START, Kind.SUCCESS]
+    start = history(issue, "fleet").markers[0]
+    assert start.get("run") == r.run_id
+    prs = fleet.board.pull_requests_closing(n)  # type: ignore[attr-defined]
+    assert any(pr.merged for pr in prs), prs
+
+
+def test_second_dispatch_while_live_is_held(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Fault: hang", "body", labels=["demo:hang"])
+    first = dispatch(fleet.ctx, n, worker="w1")
+    try:
+        assert first.launched, first.line()
+        wait_for(fleet.board, n, has_marker(Kind.START))
+        before = all_comments(fleet.board)
+        second = dispatch(fleet.ctx, n, worker="w1")
+        assert (second.outcome, second.code, second.check) == ("refused", Exit.HELD_LIVE, 10)
+        assert all_comments(fleet.board) == before
+    finally:
+        fleet.stop("w1", n)
