@@ -36,14 +36,16 @@ def fleet_status(c, json=False, issue=None, inventory=None):
 
 DISPATCH_HELP = """Refuse or launch one issue through the one dispatch path (D15).
 
-Exit codes (fleet/exits.py; docs/operations.md):
+Exit codes (fleet/exits.py; docs/dispatch.md):
   0 launched (or dry run passed)   10 halt file   11 halt issue   12 paused   13 draining
   21 no such issue (check 1)        22 closed (2)  23 do-not-dispatch title (3, comments once)
   24 worker dark: rate limit (4)    25 worker dark: revoked (4)     26 open blocker (5)
   28 CI red (7)   30 unreachable (8)   31 no permission (8)   32 no runner (8)   33 clone unsynced (9)
+  46 task-N live on another worker or master (6, seen under the fleet lock)
   41 unit live on this worker (10)  42 name held by a finished unit (10)  43 supervisor failed (10)
-  44 fleet lock held past its wait  45 no usable worker  46 unit live on another worker/master (6/10)
-  50 board unreadable
+  49 claim sent, no answer: the unit may be live (10)   44 fleet lock held past its wait
+  45 no such worker   47 every reachable worker is dark (4)   48 no worker reachable (8)
+  50 board unreadable   51 a board write failed
 """
 
 

@@ -35,7 +35,14 @@ from fleet.markers import Kind, history, render
 from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView
 from fleet.observe import probe_fleet, probe_worker
 from fleet.runner.capacity import describe
-from fleet.select import halt_line, healthy, issue_halts
+from fleet.select import (
+    choose_worker,
+    halt_line,
+    healthy,
+    issue_halts,
+    live_load,
+    marked_do_not_dispatch,
+)
 from fleet.sync import SyncState, parse_sync, sync_command
 from fleet.transport import TransportError
 from fleet.units import ClaimCode, unit_name
@@ -105,20 +112,28 @@ def _kill_switches(ctx: FleetContext, page: BoardPage) -> None:
         raise _Refused(0, Exit.DRAINING, f"draining ({state / 'DRAIN'}): no new work is started")
 
 
-def _the_issue(ctx: FleetContext, number: int, page: BoardPage, dry_run: bool) -> Issue:
-    issue = next((i for i in page.issues if i.number == number), None)
-    if issue is None:
+def _the_issue(ctx: FleetContext, number: int, dry_run: bool) -> Issue:
+    # Always a fresh read, never the sweeper's page: the page is up to a cycle old, and an issue
+    # closed 46 s before a run started is exactly what checks 1 and 2 exist for (seed 003).
+    try:
         issue = ctx.board.issue(number)
+    except BoardUnreadable as exc:
+        raise _Refused(1, Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
     if issue is None:  # 1
         raise _Refused(1, Exit.ISSUE_MISSING, f"issue #{number} does not exist")
     if not issue.is_open:  # 2: silent — a marker would latch a later reopen
         raise _Refused(2, Exit.ISSUE_CLOSED, f"issue #{number} is closed")
     dnd = ctx.inventory.policy.do_not_dispatch
-    if dnd and dnd.casefold() in issue.title.casefold():  # 3: a permanent property, so it comments
+    if marked_do_not_dispatch(issue.title, dnd):  # 3: a permanent property, so it comments
         h = history(issue, ctx.inventory.policy.identity)
         if not dry_run and h.last_of(Kind.DO_NOT_DISPATCH) is None:
             note = f"The title carries {dnd}; fleet will not dispatch this issue."
-            ctx.board.comment(number, render(Kind.DO_NOT_DISPATCH, {}, note))
+            try:
+                ctx.board.comment(number, render(Kind.DO_NOT_DISPATCH, {}, note))
+            except BoardError as exc:
+                raise _Refused(
+                    3, Exit.WRITE_FAILED, f"title marked {dnd}; its notice was not posted: {exc}"
+                ) from None
         raise _Refused(3, Exit.DO_NOT_DISPATCH, f"title marked {dnd}")
     if issue.open_blockers:  # 5
         refs = ", ".join(f"#{b}" for b in issue.open_blockers)
@@ -146,17 +161,18 @@ def _choose(ctx: FleetContext, issue: Issue, wanted: str | None) -> WorkerConfig
     if wanted is not None:
         w = ctx.worker(wanted)
         if w is None:
-            raise _Refused(None, Exit.NO_WORKER, f"no worker named {wanted!r} in the inventory")
+            raise _Refused(
+                None, Exit.NO_SUCH_WORKER, f"no worker named {wanted!r} in the inventory"
+            )
         return w
     views = probe_fleet(ctx)
     pool = healthy(views)
     if not pool:
         if any(v.reachable for v in views):
-            raise _Refused(4, Exit.NO_WORKER, "every reachable worker is capacity-dark")
-        raise _Refused(8, Exit.NO_WORKER, "no worker is reachable")
-    lane = [v for v in pool if issue.lane and v.lane == issue.lane] or list(pool)
-    best = min(lane, key=lambda v: (sum(1 for u in v.units if u.live), v.name))
-    w = ctx.worker(best.name)
+            raise _Refused(4, Exit.ALL_DARK, "every reachable worker is capacity-dark")
+        raise _Refused(8, Exit.NONE_REACHABLE, "no worker is reachable")
+    name, _why = choose_worker(issue, pool, live_load(views))  # the sweeper's own rule
+    w = ctx.worker(name)
     assert w is not None
     return w
 
@@ -250,9 +266,9 @@ def _claim(
                     )
                     continue
                 live = _live(v.units, issue)
-                if live and v.name != w.name:  # 6/10: another worker or master holds it
+                if live and v.name != w.name:  # 6: another worker or master holds it
                     raise _Refused(
-                        10,
+                        6,
                         Exit.HELD_OTHER_WORKER,
                         f"task-{issue} is live on {v.name} (master {live[0].master})",
                         v.name,
@@ -273,8 +289,13 @@ def _claim(
         raise _Refused(10, Exit.LOCK_TIMEOUT, str(exc)) from None
     except TransportError as exc:
         ctx.forget(w.name)
+        # The start may have reached the worker before the connection broke: the unit may be live.
+        # Not "the supervisor refused" (43): say we cannot tell, and let the next probe see (D20).
         raise _Refused(
-            10, Exit.SUPERVISOR_FAILED, f"worker {w.name}: claim not sent: {exc}", w.name
+            10,
+            Exit.CLAIM_UNCONFIRMED,
+            f"worker {w.name}: the claim got no answer ({exc}); task-{issue} may be live there",
+            w.name,
         ) from None
     if claim.code is ClaimCode.LAUNCHED:
         return claim.unit
@@ -294,7 +315,8 @@ def dispatch(
     ignore_ci: bool = False,
     run_id: str | None = None,
 ) -> DispatchResult:
-    """Refuse or launch ``issue``. ``page`` is the board page a sweeper already fetched."""
+    """Refuse or launch ``issue``. ``page`` is the board page a sweeper already fetched: it is
+    used only for the halt-issue switch (zero extra calls); the issue itself is always re-read."""
     run_id = run_id or new_run_id()
     timings: dict[str, float] = {}
     chosen: str | None = worker
@@ -305,7 +327,7 @@ def dispatch(
             except BoardUnreadable as exc:
                 raise _Refused(1, Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
         _kill_switches(ctx, page)
-        the = _the_issue(ctx, issue, page, dry_run)
+        the = _the_issue(ctx, issue, dry_run)
         _ci(ctx, ignore_ci)
         w = _choose(ctx, the, worker)
         chosen = w.name

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from fleet.trace import Trace
 
@@ -197,7 +197,6 @@ __all__ = [
     "DrainReport",
     "Failure",
     "FileClaims",
-    "Generic",
     "Loop",
     "Result",
     "Tier",

@@ -25,7 +25,6 @@ class Exit(IntEnum):
     DARK_RATE_LIMIT = 24  # check 4, source rate_limit: clears on a clock
     DARK_REVOKED = 25  # check 4, source revoked: a clock never clears it
     BLOCKED = 26  # check 5
-    LIVE_ELSEWHERE = 27  # check 6: a live unit for this issue on another worker or master
     CI_RED = 28  # check 7 (unreadable CI is never red)
     UNREACHABLE = 30  # check 8: no token came back, nothing ran
     NO_PERMISSION = 31  # check 8: the master cannot write its state directory
@@ -35,10 +34,23 @@ class Exit(IntEnum):
     HELD_FINISHED = 42  # check 10: the name is held by a finished unit still unloading
     SUPERVISOR_FAILED = 43  # check 10: the supervisor failed, not a collision
     LOCK_TIMEOUT = 44  # another dispatcher held the fleet lock past the bounded wait
-    NO_WORKER = 45  # no healthy worker to send it to / the named worker is unknown
-    HELD_OTHER_WORKER = 46  # check 10: another worker holds the name (seen under the lock)
+    NO_SUCH_WORKER = 45  # --worker names no worker in the inventory
+    HELD_OTHER_WORKER = 46  # checks 6/10: a live task-N on another worker or master (under the lock)
+    ALL_DARK = 47  # check 4, no --worker: every reachable worker is capacity-dark
+    NONE_REACHABLE = 48  # check 8, no --worker: no worker answered the probe
+    CLAIM_UNCONFIRMED = 49  # check 10: the claim was sent but no answer came back; it may be live
     # the queue and the journal
     BOARD_UNREADABLE = 50  # the one fail-closed guard (D5), for --apply
     WRITE_FAILED = 51  # a board write did not take ("no work exists" is 0, never this)
     REPLAY_DIFFERS = 60  # replay found a decision that differs from the recorded one
     NOT_IDLE = 61  # drain --wait gave up while units were still live
+
+
+class RunExit(IntEnum):
+    """The runner's exit codes (inside the unit). Non-zero fires the unit's OnFailure= alarm."""
+
+    OK = 0  # a terminal marker was posted and it is not a failure
+    FAILED = 1  # a terminal marker was posted: failed, timed out or garbled
+    STALE = 70  # step 1: the runner's clone could not be synced, so it did not run (D11)
+    CLOSEOUT_FAILED = 71  # step 8: the terminal marker could not be posted, even after a retry
+    NO_START = 72  # step 4: the start marker could not be posted, so nothing ran

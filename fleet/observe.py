@@ -35,7 +35,7 @@ def runner_check(w: WorkerConfig) -> str:
 
 
 def probe_command(w: WorkerConfig) -> str:
-    cap = f"{shell_path(w.state_dir) if w.transport == 'ssh' else shlex.quote(w.state_dir)}/{CAPACITY_FILE}"
+    cap = f"{shell_path(w.state_dir)}/{CAPACITY_FILE}"
     return (
         reach_command(state_dir=w.state_dir, runner_check=runner_check(w))
         + f'echo "{_PATH_MARK}$PATH"; echo {_CAPACITY_MARK}; cat -- {cap} 2>/dev/null; exit 0'
@@ -122,29 +122,3 @@ def snapshot(ctx: FleetContext, *, page: BoardPage | None = None) -> Snapshot:
         halts=(halt,) if halt is not None else (),
         board_error=error,
     )
-
-
-def describe_workers(views: tuple[WorkerView, ...]) -> list[dict[str, object]]:
-    """Workers as plain JSON for ``fleet-status --json``."""
-    out = []
-    for v in views:
-        out.append(
-            {
-                "name": v.name,
-                "lane": v.lane,
-                "reach": str(v.reach),
-                "detail": v.detail,
-                "dark": None
-                if v.capacity is None
-                else {
-                    "source": str(v.capacity.source),
-                    "reset_at": v.capacity.reset_at.isoformat() if v.capacity.reset_at else None,
-                    "evidence": v.capacity.evidence,
-                },
-                "units": [
-                    {"issue": u.issue, "master": u.master, "state": u.state, "start_us": u.start_us}
-                    for u in v.units
-                ],
-            }
-        )
-    return out

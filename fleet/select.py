@@ -73,16 +73,19 @@ def _latched(h: History) -> str | None:
     return _LATCH_WORDS.get(last.marker.kind)
 
 
+def marked_do_not_dispatch(title: str, marker: str) -> bool:
+    """The title carries the do-not-dispatch marker (pre-flight check 3; predicate 9's hold)."""
+    return bool(marker) and marker.casefold() in title.casefold()
+
+
 def _hold(issue: Issue, snap: Snapshot) -> str | None:
-    policy = snap.policy
-    if policy.fixture_label in issue.labels:
-        return f"labelled {policy.fixture_label} (a test fixture is never work)"
+    policy = snap.policy  # the fixture label is predicate 9's first question, asked in _reason
     holds = [lbl for lbl in issue.labels if lbl in policy.hold_labels]
     if holds:
         return f"hold label {holds[0]!r}"
     if issue.assignees:
         return f"assigned to {', '.join(issue.assignees)} (a human owns it)"
-    if policy.do_not_dispatch and policy.do_not_dispatch.casefold() in issue.title.casefold():
+    if marked_do_not_dispatch(issue.title, policy.do_not_dispatch):
         return f"title marked {policy.do_not_dispatch}"
     return None
 
@@ -150,8 +153,16 @@ def _reason(
     return None
 
 
-def _choose(issue: Issue, pool: tuple[WorkerView, ...], load: dict[str, int]) -> tuple[str, str]:
-    """Lane first for locality, then any healthy worker (predicate 2's lesson)."""
+def live_load(workers: Iterable[WorkerView]) -> dict[str, int]:
+    """Live units per worker: the tie-break that spreads work (never a cap, D13)."""
+    return {w.name: sum(1 for u in w.units if u.live) for w in workers}
+
+
+def choose_worker(
+    issue: Issue, pool: tuple[WorkerView, ...], load: dict[str, int]
+) -> tuple[str, str]:
+    """Lane first for locality, then any healthy worker (predicate 2's lesson). The sweeper's plan
+    and the hand path's ``dispatch`` without ``--worker`` both choose with this one function."""
     # Predicate 2 accepts a lane that names a worker's lane or the worker itself; both are locality.
     in_lane = [w for w in pool if issue.lane and issue.lane in (w.lane, w.name)]
     candidates, why = (in_lane, f"lane {issue.lane}") if in_lane else (list(pool), "")
@@ -169,7 +180,7 @@ def select(snap: Snapshot) -> Plan:
         return Plan(board_error=snap.board_error, halts=halts)
     lanes = {w.lane for w in snap.workers} | {w.name for w in snap.workers}
     pool = healthy(snap.workers)
-    load = {w.name: sum(1 for u in w.units if u.live) for w in snap.workers}
+    load = live_load(snap.workers)
     dispatch: list[Dispatch] = []
     waiting: list[Waiting] = []
     tombstones: list[int] = []
@@ -189,7 +200,7 @@ def select(snap: Snapshot) -> Plan:
                 why = replace(why, reason=defuse(why.reason))
             waiting.append(why)
             continue
-        worker, because = _choose(issue, pool, load)
+        worker, because = choose_worker(issue, pool, load)
         load[worker] += 1
         dispatch.append(Dispatch(issue.number, worker, defuse(because)))
     return Plan(tuple(dispatch), tuple(waiting), tuple(tombstones), halts)
@@ -205,12 +216,12 @@ def halt_line(h: Halt, now: datetime) -> str:
     age = ""
     if h.since is not None:
         secs = max(0, int((now - h.since).total_seconds()))
-        age = f", set {_age(secs)} ago"
+        age = f", set {age_text(secs)} ago"
     who = f" by {h.author}" if h.author else ""
     return f"halted by {h.source} {h.where}{who}{age}: {reason}"
 
 
-def _age(secs: int) -> str:
+def age_text(secs: int) -> str:
     if secs < 120:
         return f"{secs}s"
     if secs < 7200:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.model import Plan, Snapshot, parse_iso
-from fleet.select import ELIGIBLE, _age, halt_line
+from fleet.select import ELIGIBLE, age_text, halt_line
 
 
 def read_heartbeat(state_dir: Path) -> dict[str, Any] | None:
@@ -40,7 +40,7 @@ def heartbeat_line(hb: dict[str, Any] | None, now: datetime, period_s: int) -> s
         if age > 2 * period_s
         else ""
     )
-    return f"heartbeat: {_age(max(age, 0))} ago, outcome {hb.get('outcome')}{stale}"
+    return f"heartbeat: {age_text(max(age, 0))} ago, outcome {hb.get('outcome')}{stale}"
 
 
 def items(snap: Snapshot, plan: Plan) -> list[dict[str, Any]]:

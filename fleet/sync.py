@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 TOKEN = "fleet-sync:"
+# A fetch of a large repository is the longest thing a holder does under the clone lock.
+CLONE_LOCK_WAIT_S = 120
+
+
+def clone_lock_path(clone: str) -> str:
+    """The lock beside a clone that serialises every sync and worktree creation on it."""
+    return clone.rstrip("/") + ".lock"
 
 
 class SyncState(StrEnum):
@@ -48,8 +55,19 @@ def sync_command(clone: str, *, origin: str | None, branch: str = "main", note: 
         else f"git clone -q -- {shlex.quote(origin)} {c} >/dev/null 2>&1 || "
         f"{{ {fail} 'git clone failed'; exit 0; }}"
     )
+    lock = shlex.quote(clone_lock_path(clone))
+    # One sync of a clone at a time: two dispatchers (or a dispatcher and a starting run) that
+    # clone or stash the same checkout at once break each other. No flock: proceed, and say so (D5).
+    serialise = (
+        f'mkdir -p -- "$(dirname -- {lock})" 2>/dev/null; exec 9>>{lock} 2>/dev/null; '
+        f"if command -v flock >/dev/null 2>&1; then flock -w {CLONE_LOCK_WAIT_S} 9 || "
+        f"echo 'fleet-sync: warning: clone lock {clone}.lock not taken; syncing anyway' >&2; "
+        "else echo 'fleet-sync: warning: no flock here; syncing without the clone lock' >&2; fi; "
+    )
     return (
-        f"if ! git -C {c} rev-parse --git-dir >/dev/null 2>&1; then {create}; fi; "
+        "( "
+        + serialise
+        + f"if ! git -C {c} rev-parse --git-dir >/dev/null 2>&1; then {create}; fi; "
         f"cd {c} || {{ {fail} 'cannot enter clone'; exit 0; }}; "
         "stashed=''; "
         'if [ -n "$(git status --porcelain 2>/dev/null)" ]; then '
@@ -63,7 +81,7 @@ def sync_command(clone: str, *, origin: str | None, branch: str = "main", note: 
         f"git checkout -q --detach origin/{b} >/dev/null 2>&1 || "
         f"{{ {fail} 'checkout of origin/{branch} failed'; exit 0; }}; "
         f'if [ -n "$stashed" ]; then echo "{TOKEN}stashed $have"; else echo "{TOKEN}ok $have"; fi; '
-        "exit 0"
+        "exit 0 ); exit 0"
     )
 
 

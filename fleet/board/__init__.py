@@ -24,6 +24,13 @@ def open_board(inv: Inventory, *, create: bool = False) -> Board:
     from fleet.board.local import LocalBoard
 
     assert cfg.path is not None and cfg.origin is not None  # the inventory validates this
-    if create or not cfg.path.exists():
+    if create:
         return LocalBoard.create(cfg.path, cfg.origin, identity=cfg.identity)
+    if not cfg.path.exists():
+        # Never start an empty queue on a missing path: a typo in board.path would read as "no
+        # work" forever — an idle fleet that is really a broken one (D20).
+        raise BoardUnreadable(
+            f"no board at {cfg.path}: `invoke board.add` creates the embedded board; "
+            "check board.path in the inventory if you expected one"
+        )
     return LocalBoard(cfg.path, cfg.origin, identity=cfg.identity)

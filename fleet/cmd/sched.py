@@ -3,19 +3,42 @@
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet.cmd.common import context, emit_json, fail
+from invoke.exceptions import Exit as InvokeExit
+
+from fleet.cmd.common import context, emit_json, fail, inventory
 from fleet.dispatch import dispatch
 from fleet.exits import Exit
+from fleet.model import Plan
 from fleet.observe import snapshot
-from fleet.roles.sweeper import tick
+from fleet.roles.sweeper import TickReport, tick, write_heartbeat
 from fleet.select import select
 from fleet.status import as_json, read_heartbeat, render
 
 
+def _unopenable(inv: str | None, apply: bool, message: str) -> None:
+    """The board could not even be opened: fail closed for --apply, report in a dry run (D5),
+    and write the heartbeat either way — every sweep exit path writes one (D14)."""
+    invy = inventory(inv)
+    code = Exit.BOARD_UNREADABLE if apply else Exit.OK
+    report = TickReport("failed", Plan(board_error=message), exit=code)
+    write_heartbeat(Path(invy.state_dir), report, datetime.now(UTC))
+    if apply:
+        raise fail(code, message)
+    print(f"dry run: {message}")
+
+
 def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
-    with context(inv) as ctx:
+    try:
+        ctx = context(inv)
+    except InvokeExit as exc:
+        if exc.code != Exit.BOARD_UNREADABLE:
+            raise
+        _unopenable(inv, apply, str(exc.message))
+        return
+    with ctx:
         report = tick(ctx, apply=apply)
         plan = report.plan
         if as_json_:

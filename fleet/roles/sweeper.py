@@ -38,13 +38,14 @@ _REFUSALS = {
     Exit.DARK_RATE_LIMIT,
     Exit.DARK_REVOKED,
     Exit.BLOCKED,
-    Exit.LIVE_ELSEWHERE,
     Exit.CI_RED,
     Exit.NO_PERMISSION,
     Exit.NO_RUNNER,
     Exit.HELD_LIVE,
     Exit.HELD_OTHER_WORKER,
-    Exit.NO_WORKER,
+    Exit.NO_SUCH_WORKER,
+    Exit.ALL_DARK,
+    Exit.NONE_REACHABLE,
 }
 
 

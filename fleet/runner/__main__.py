@@ -14,8 +14,9 @@ import subprocess
 import sys
 
 from fleet.board import open_board
+from fleet.exits import RunExit
 from fleet.inventory import InventoryError, load
-from fleet.runner.run import RUN_STALE, Runner
+from fleet.runner.run import Runner
 from fleet.sync import parse_sync, sync_command
 
 REEXEC_ENV = "FLEET_RUNNER_REEXEC"
@@ -46,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         inv = load(args.inventory)
     except InventoryError as exc:
         print(f"fleet-runner: {exc}", file=sys.stderr)
-        return RUN_STALE
+        return RunExit.STALE
     worker = inv.worker(args.worker)
     if worker is None:
         print(f"fleet-runner: no worker {args.worker!r} in {args.inventory}", file=sys.stderr)
-        return RUN_STALE
+        return RunExit.STALE
     if worker.runner_clone and os.environ.get(REEXEC_ENV) != args.run_id:
         ok, detail = sync_self(worker.runner_clone, worker.runner_remote, args.run_id)
         if not ok:
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                 "refusing to run stale code (D11)",
                 file=sys.stderr,
             )
-            return RUN_STALE
+            return RunExit.STALE
         env = dict(os.environ)
         env[REEXEC_ENV] = args.run_id
         env["PYTHONPATH"] = os.pathsep.join(

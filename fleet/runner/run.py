@@ -23,35 +23,25 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
 from fleet.board.base import Board, BoardError
+from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
 from fleet.model import Comment, PullRequest, iso
-from fleet.runner.brief import clear_results, declared_blocker, read_results, render_brief
+from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
 from fleet.runner.capacity import (
     capacity_path,
     clear_capacity,
-    detect_limit,
     is_clean,
     to_capacity,
     write_capacity,
 )
-from fleet.runner.envelope import parse_capture
-from fleet.runner.outcome import Outcome, OutcomeDecision, derive_outcome
-from fleet.runner.retry import decide_retry
+from fleet.runner.closeout import CloseOut, decide_close_out
 from fleet.runner.worktree import Worktree, WorktreeError, make_worktree, release_worktree
-
-# Runner exit codes: 0 = the run ended with a terminal marker that is not a failure; non-zero
-# fires the unit's OnFailure= alarm.
-RUN_OK = 0
-RUN_FAILED = 1
-RUN_STALE = 70  # step 1: the runner's clone could not be synced, so it did not run (D11)
-RUN_CLOSEOUT_FAILED = 71  # step 8: the terminal marker could not be posted, even after a retry
-RUN_NO_START = 72  # step 4: the start marker could not be posted, so nothing ran
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # The runner stops its agent this long before the unit's own limit, so the close-out still runs
@@ -118,23 +108,20 @@ class Runner:
         if issue is None or not issue.is_open or fixture in issue.labels:
             why = "missing" if issue is None else ("closed" if not issue.is_open else "a fixture")
             self.say(f"issue is {why} at the last moment (check 11); stopping silently")
-            return RUN_OK
+            return RunExit.OK
         h = history(issue, self.inventory.policy.identity)
-        brief_version = render_brief(
-            issue=0, title="", body="", mentions=(), results_file="", worktree=""
-        ).version
         start = {
             "run": self.run_id,
             "worker": self.worker.name,
             "master": self.worker.master or os.environ.get("USER", "-"),
             "unit": f"task-{self.issue}",
-            "brief": brief_version,
+            "brief": brief_version(),
         }
         try:
             start_comment = self.post(render(Kind.START, start))  # 4
         except BoardError as exc:
             self.say(f"cannot post the start marker: {exc}; nothing ran")
-            return RUN_NO_START
+            return RunExit.NO_START
         # Attribution uses the board's own clock (the start marker's timestamp): PRs are stamped
         # by the same clock, so worker clock skew cannot credit or discredit an artifact (D16).
         run_started_at = start_comment.created_at
@@ -254,136 +241,49 @@ class Runner:
         timed_out: bool,
         failure: str | None,
     ) -> int:
-        """Step 8: derive the outcome from the forge and post it. Runs on every exit path."""
+        """Step 8's I/O around the pure :func:`decide_close_out`. Runs on every exit path."""
         now = datetime.now(UTC)
-        text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-        capture = parse_capture(text)  # parsed ONCE, feeding the retry gate and the outcome
-        limit = detect_limit(text, capture.envelope, now)
+        output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         prs, forge_error = self._prs()
-        mine = [p for p in prs if p.created_at >= started]
-        retry = decide_retry(
-            capture=capture,
-            output=text,
-            exit_code=exit_code if exit_code is not None else -1,
-            limit=limit,
-            artifact_found=bool(mine),
-            retries_so_far=retries,
-            backoffs_s=self.inventory.policy.retry_backoffs_s,
-        )
-        data, warn = read_results(results)
-        blocker, warn2 = declared_blocker(data)
-        for w in (warn, warn2):
-            if w:
-                self.say(w)
-        decision = derive_outcome(
+        data, warning = read_results(results)
+        out = decide_close_out(
+            output=output,
             prs=prs,
+            forge_error=forge_error,
             run_started_at=started,
-            capture=capture,
-            exit_code=exit_code,
-            signal=self.signal_name,
-            timed_out=timed_out,
-            limit=limit,
-            retry=retry,
-            declared_blocker=blocker,
-        )
-        if failure is not None and self.signal_name is None:
-            decision = OutcomeDecision(Outcome.FAILED, None, failure)
-        elif forge_error is not None and decision.outcome in (Outcome.NO_OP, Outcome.FAILED):
-            decision = OutcomeDecision(Outcome.FAILED, None, forge_error)
-        self._capacity(limit, exit_code, text, capture, now)
-        body = marker_for(
-            decision,
             exit_code=exit_code,
             signal_name=self.signal_name,
-            limit=limit,
-            delay_s=retry.delay_s,
+            timed_out=timed_out,
+            workspace_failure=failure,
+            retries_so_far=retries,
+            backoffs_s=self.inventory.policy.retry_backoffs_s,
+            results=data,
             now=now,
-            blocker=blocker,
-            evidence=capture.detail,
         )
+        for line in (warning, *out.warnings):
+            if line:
+                self.say(line)
+        self._capacity(out, exit_code, output, now)
         try:
-            self.post(body)
+            self.post(out.marker)
         except BoardError as exc:
             self.say(
                 f"CLOSE-OUT FAILED after a retry: {exc}; the issue keeps its start marker "
                 "(the reaper will find it)"
             )
-            return RUN_CLOSEOUT_FAILED
-        self.say(f"outcome {decision.outcome}: {decision.detail}")
-        return RUN_OK if decision.outcome in _NOT_FAILURES else RUN_FAILED
+            return RunExit.CLOSEOUT_FAILED
+        self.say(f"outcome {out.decision.outcome}: {out.decision.detail}")
+        return out.exit
 
-    def _capacity(
-        self, limit: object, exit_code: int | None, text: str, capture: object, now: datetime
-    ) -> None:
+    def _capacity(self, out: CloseOut, exit_code: int | None, output: str, now: datetime) -> None:
         """D8: a limit darkens this worker; a clean run (exit 0, no signature) heals it."""
         path = capacity_path(Path(self.worker.state_dir))
-        env = getattr(capture, "envelope", None)
-        if limit is not None:
-            write_capacity(path, to_capacity(limit, now=now, issue=self.issue))  # type: ignore[arg-type]
+        if out.limit is not None:
+            write_capacity(path, to_capacity(out.limit, now=now, issue=self.issue))
             self.say(f"worker {self.worker.name} is now capacity-dark ({path})")
-        elif exit_code is not None and is_clean(exit_code, text, env) and clear_capacity(path):
+        elif (
+            exit_code is not None
+            and is_clean(exit_code, output, out.capture.envelope)
+            and clear_capacity(path)
+        ):
             self.say(f"clean run: capacity file {path} deleted")
-
-
-_NOT_FAILURES = {
-    Outcome.SUCCESS,
-    Outcome.NO_OP,
-    Outcome.PR_OPEN,
-    Outcome.BLOCKED,
-    Outcome.RETRY_PARKED,
-    Outcome.CAPACITY,
-    Outcome.STOPPED,
-}
-
-_KINDS = {
-    Outcome.SUCCESS: Kind.SUCCESS,
-    Outcome.PR_OPEN: Kind.PR_OPEN,
-    Outcome.NO_OP: Kind.NO_OP,
-    Outcome.FAILED: Kind.FAILED,
-    Outcome.BLOCKED: Kind.BLOCKED,
-    Outcome.CAPACITY: Kind.CAPACITY,
-    Outcome.RETRY_PARKED: Kind.PARKED,
-    Outcome.STOPPED: Kind.STOPPED,
-    Outcome.TIMED_OUT: Kind.TIMED_OUT,
-    Outcome.GARBLED: Kind.GARBLED,
-    Outcome.TOMBSTONE_RISK: Kind.CROSS_REPO,
-}
-
-
-def marker_for(
-    decision: OutcomeDecision,
-    *,
-    exit_code: int | None,
-    signal_name: str | None,
-    limit: object,
-    delay_s: int | None,
-    now: datetime,
-    blocker: dict | None,
-    evidence: str,
-) -> str:
-    """The terminal marker text for an outcome. Pure."""
-    kind = _KINDS[decision.outcome]
-    fields: dict[str, object] = {}
-    pr = decision.pr
-    if pr is not None:
-        fields["pr"] = f"{pr.repository}#{pr.number}" if pr.repository else f"#{pr.number}"
-    if kind is Kind.STOPPED:
-        fields["signal"] = signal_name or "-"
-    if kind in (Kind.FAILED, Kind.GARBLED) and exit_code is not None:
-        fields["exit"] = exit_code
-    if kind is Kind.CAPACITY and limit is not None:
-        fields["source"] = str(limit.source)  # type: ignore[attr-defined]
-        reset = limit.reset_at  # type: ignore[attr-defined]
-        fields["reset"] = iso(reset) if reset else "unknown"
-    if kind is Kind.PARKED and delay_s is not None:
-        fields["due"] = iso(now + timedelta(seconds=delay_s))
-    if kind is Kind.BLOCKED and blocker is not None:
-        fields["needs"] = ",".join(str(n) for n in blocker.get("needs", [])) or "-"
-    note = decision.detail
-    if kind is Kind.STOPPED:
-        note = "Stopped by an external signal. This says nothing about the work (D12)."
-    if kind is Kind.GARBLED:
-        note = f"{decision.detail}\n{evidence}"
-    if kind is Kind.BLOCKED and blocker is not None:
-        note = f"Declared blocker: {blocker.get('reason', '')}"
-    return render(kind, fields, note)

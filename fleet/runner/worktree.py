@@ -9,12 +9,16 @@ that git works inside the new tree, because a broken pointer is invisible from i
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.inventory import Inventory, WorkerConfig
+from fleet.sync import clone_lock_path
 
 # Bounds one git step on a local clone; a fetch of a large repo is the slowest we run.
 GIT_TIMEOUT_S = 300
@@ -51,8 +55,27 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     return res.stdout.strip()
 
 
+@contextmanager
+def _clone_lock(clone: Path) -> Iterator[None]:
+    """The same lock check 9's sync takes (fleet.sync): one git writer per clone at a time, so
+    concurrent runs on one worker do not race ``fetch`` and ``worktree add`` on the clone."""
+    path = Path(clone_lock_path(str(clone)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def make_worktree(worker: WorkerConfig, inv: Inventory, issue: int, run_id: str) -> Worktree:
     clone = Path(os.path.realpath(os.path.expanduser(worker.clone)))  # physically (D10.2)
+    with _clone_lock(clone):
+        return _make(clone, worker, inv, issue, run_id)
+
+
+def _make(clone: Path, worker: WorkerConfig, inv: Inventory, issue: int, run_id: str) -> Worktree:
     if not (clone / ".git").exists() and not (clone / "HEAD").exists():
         origin = inv.board.origin
         if origin is None:

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from fleet.model import CapacitySource, IssueState, PRState
-from fleet.runner.brief import declared_blocker, read_results
+from fleet.runner.brief import read_results
 from fleet.runner.capacity import detect_limit, is_clean
-from fleet.runner.envelope import Capture, CaptureKind, parse_capture
-from fleet.runner.outcome import Outcome, OutcomeDecision, derive_outcome
-from fleet.runner.retry import decide_retry
+from fleet.runner.closeout import decide_close_out
+from fleet.runner.envelope import Capture, CaptureKind
+from fleet.runner.outcome import Outcome, OutcomeDecision
 
 local = pytest.importorskip("fleet.board.local", reason="fleet.board.local not available yet")
 
@@ -98,30 +98,22 @@ def run_agent(fleet: Fleet, issue: int, run_id: str) -> Result:
         text=True,
         timeout=AGENT_TIMEOUT_S,
     )
-    capture = parse_capture(proc.stdout)
-    limit = detect_limit(proc.stdout, capture.envelope, datetime.now(UTC))
-    prs = fleet.board.pull_requests_closing(issue)
-    retry = decide_retry(
-        capture=capture,
+    # The runner's own step-8 decision, not a copy of its pipeline (D15).
+    out = decide_close_out(
         output=proc.stdout,
+        prs=fleet.board.pull_requests_closing(issue),
+        forge_error=None,
+        run_started_at=started,
         exit_code=proc.returncode,
-        limit=limit,
-        artifact_found=bool(prs),
+        signal_name=None,
+        timed_out=False,
+        workspace_failure=None,
         retries_so_far=0,
         backoffs_s=BACKOFFS,
+        results=read_results(results)[0],
+        now=datetime.now(UTC),
     )
-    blocker, _warning = declared_blocker(read_results(results)[0])
-    outcome = derive_outcome(
-        prs=prs,
-        run_started_at=started,
-        capture=capture,
-        exit_code=proc.returncode,
-        signal=None,
-        timed_out=False,
-        limit=limit,
-        retry=retry,
-        declared_blocker=blocker,
-    )
+    capture, outcome = out.capture, out.decision
     return Result(proc.returncode, proc.stdout, capture, outcome, results)
 
 

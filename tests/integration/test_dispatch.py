@@ -236,7 +236,7 @@ def test_capacity_dark_worker_refuses_by_source(
 
 def test_unknown_worker_refuses(fleet: Fleet) -> None:
     n = fleet.board.create_issue("plain work", "body")
-    line = refuses(fleet, n, Exit.NO_WORKER, None, worker="nope")
+    line = refuses(fleet, n, Exit.NO_SUCH_WORKER, None, worker="nope")
     assert "'nope'" in line
 
 

@@ -94,8 +94,8 @@ def two_workers(tmp_path: Path) -> Iterator[Fleet]:
 def _race(f: Fleet, workers: tuple[str, str], rounds: int, loser_code: Exit) -> Counter[str]:
     n = f.board.create_issue("Fault: hang", "raced", labels=["demo:hang"])
     for w in set(workers):
-        # Clone each worker's checkout once, alone: check 9 runs outside the fleet lock, and two
-        # first-time clones of one path collide (CLONE_UNSYNCED), which is not the race under test.
+        # Clone each worker's checkout once first, so every round races the claim itself and not
+        # a first git clone (concurrent first clones are covered by test_sync.py).
         warm = dispatch(f.ctx, n, worker=w)
         f.stop(w, n)
         assert warm.launched, warm.line()

@@ -1,0 +1,164 @@
+"""Run step 8 as a pure decision: from what the run left behind to the one terminal marker.
+
+The runner's close-out (``run.py``) does the I/O — read the capture, ask the forge, read the results
+file, write the capacity file, post the marker — and hands the values to :func:`decide_close_out`.
+The capture is parsed **once** here and that one parse feeds both the retry gate and the outcome, so
+the two cannot disagree about whether the run started (D7). Tests call this same function; there is
+no second copy of the pipeline to drift from it (D15's testing corollary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from fleet.exits import RunExit
+from fleet.markers import Kind, render
+from fleet.model import PullRequest, iso
+from fleet.runner.brief import declared_blocker
+from fleet.runner.capacity import LimitSignal, detect_limit
+from fleet.runner.envelope import Capture, parse_capture
+from fleet.runner.outcome import Outcome, OutcomeDecision, derive_outcome
+from fleet.runner.retry import RetryDecision, decide_retry
+
+# Outcomes that are the mechanism working, not a failed run: the runner exits 0 for them.
+NOT_FAILURES = frozenset(
+    {
+        Outcome.SUCCESS,
+        Outcome.NO_OP,
+        Outcome.PR_OPEN,
+        Outcome.BLOCKED,
+        Outcome.RETRY_PARKED,
+        Outcome.CAPACITY,
+        Outcome.STOPPED,
+    }
+)
+
+KINDS: Mapping[Outcome, Kind] = {
+    Outcome.SUCCESS: Kind.SUCCESS,
+    Outcome.PR_OPEN: Kind.PR_OPEN,
+    Outcome.NO_OP: Kind.NO_OP,
+    Outcome.FAILED: Kind.FAILED,
+    Outcome.BLOCKED: Kind.BLOCKED,
+    Outcome.CAPACITY: Kind.CAPACITY,
+    Outcome.RETRY_PARKED: Kind.PARKED,
+    Outcome.STOPPED: Kind.STOPPED,
+    Outcome.TIMED_OUT: Kind.TIMED_OUT,
+    Outcome.GARBLED: Kind.GARBLED,
+    Outcome.TOMBSTONE_RISK: Kind.CROSS_REPO,
+}
+
+
+@dataclass(frozen=True)
+class CloseOut:
+    """Everything step 8 decided, as one value."""
+
+    capture: Capture
+    limit: LimitSignal | None
+    retry: RetryDecision
+    blocker: dict | None
+    decision: OutcomeDecision
+    marker: str  # the terminal comment to post
+    warnings: tuple[str, ...]
+
+    @property
+    def exit(self) -> RunExit:
+        return RunExit.OK if self.decision.outcome in NOT_FAILURES else RunExit.FAILED
+
+
+def decide_close_out(
+    *,
+    output: str,
+    prs: Sequence[PullRequest],
+    forge_error: str | None,
+    run_started_at: datetime,
+    exit_code: int | None,
+    signal_name: str | None,
+    timed_out: bool,
+    workspace_failure: str | None,
+    retries_so_far: int,
+    backoffs_s: Sequence[int],
+    results: dict | None,
+    now: datetime,
+) -> CloseOut:
+    """Step 8, pure: ``output`` is the agent's merged stdout+stderr, ``prs`` the forge's answer."""
+    capture = parse_capture(output)  # parsed ONCE (D7)
+    limit = detect_limit(output, capture.envelope, now)
+    mine = [p for p in prs if p.created_at >= run_started_at]  # D16: by time, not existence
+    retry = decide_retry(
+        capture=capture,
+        output=output,
+        exit_code=exit_code if exit_code is not None else -1,
+        limit=limit,
+        artifact_found=bool(mine),
+        retries_so_far=retries_so_far,
+        backoffs_s=backoffs_s,
+    )
+    blocker, warning = declared_blocker(results)
+    decision = derive_outcome(
+        prs=prs,
+        run_started_at=run_started_at,
+        capture=capture,
+        exit_code=exit_code,
+        signal=signal_name,
+        timed_out=timed_out,
+        limit=limit,
+        retry=retry,
+        declared_blocker=blocker,
+    )
+    if workspace_failure is not None and signal_name is None:
+        decision = OutcomeDecision(Outcome.FAILED, None, workspace_failure)
+    elif forge_error is not None and decision.outcome in (Outcome.NO_OP, Outcome.FAILED):
+        # Could-not-check is not "no PR": never a no-op on a forge we could not read (D20).
+        decision = OutcomeDecision(Outcome.FAILED, None, forge_error)
+    marker = marker_for(
+        decision,
+        exit_code=exit_code,
+        signal_name=signal_name,
+        limit=limit,
+        delay_s=retry.delay_s,
+        now=now,
+        blocker=blocker,
+        evidence=capture.detail,
+    )
+    warnings = (warning,) if warning else ()
+    return CloseOut(capture, limit, retry, blocker, decision, marker, warnings)
+
+
+def marker_for(
+    decision: OutcomeDecision,
+    *,
+    exit_code: int | None,
+    signal_name: str | None,
+    limit: LimitSignal | None,
+    delay_s: int | None,
+    now: datetime,
+    blocker: dict | None,
+    evidence: str,
+) -> str:
+    """The terminal marker text for an outcome."""
+    kind = KINDS[decision.outcome]
+    fields: dict[str, object] = {}
+    pr = decision.pr
+    if pr is not None:
+        fields["pr"] = f"{pr.repository}#{pr.number}" if pr.repository else f"#{pr.number}"
+    if kind is Kind.STOPPED:
+        fields["signal"] = signal_name or "-"
+    if kind in (Kind.FAILED, Kind.GARBLED) and exit_code is not None:
+        fields["exit"] = exit_code
+    if kind is Kind.CAPACITY and limit is not None:
+        fields["source"] = str(limit.source)
+        fields["reset"] = iso(limit.reset_at) if limit.reset_at else "unknown"
+    if kind is Kind.PARKED and delay_s is not None:
+        fields["due"] = iso(now + timedelta(seconds=delay_s))
+    if kind is Kind.BLOCKED and blocker is not None:
+        fields["needs"] = ",".join(str(n) for n in blocker.get("needs", [])) or "-"
+    note = decision.detail
+    if kind is Kind.STOPPED:
+        note = "Stopped by an external signal. This says nothing about the work (D12)."
+    if kind is Kind.GARBLED:
+        note = f"{decision.detail}\n{evidence}"
+    if kind is Kind.BLOCKED and blocker is not None:
+        note = f"Declared blocker: {blocker.get('reason', '')}"
+    return render(kind, fields, note)
