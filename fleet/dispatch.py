@@ -30,7 +30,7 @@ from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.halt import read_halt_file
 from fleet.inventory import WorkerConfig
-from fleet.lock import FleetLock, LockTimeout
+from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
 from fleet.markers import Kind, history, render
 from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView
 from fleet.observe import probe_fleet, probe_worker
@@ -224,6 +224,19 @@ def _sync(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> str:
     return out.detail
 
 
+def fleet_lock(ctx: FleetContext) -> FleetLock | RemoteFleetLock:
+    """The fleet-wide lock (D4): a file lock on this box, or — when the inventory names a lock
+    host, for dispatchers on different machines — an flock held on that host over SSH for the
+    same span. Both fail open with a warning on their own outage (D5)."""
+    cfg = ctx.inventory.lock
+    if cfg.host is None:
+        return FleetLock(Path(cfg.path), wait_s=cfg.wait_s, stderr=ctx.stderr)
+    host = ctx.worker(cfg.host)
+    assert host is not None  # the inventory validates that lock.host names a worker
+    opener = ctx.transport(host)
+    return RemoteFleetLock(opener, str(cfg.path), wait_s=cfg.wait_s, stderr=ctx.stderr)  # type: ignore[arg-type]
+
+
 def runner_argv(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> list[str]:
     return [
         w.python,
@@ -255,7 +268,7 @@ def _claim(
     """Checks 6 and 10 under the fleet lock: probe every worker, then claim the name."""
     inv = ctx.inventory
     try:
-        with FleetLock(Path(inv.lock.path), wait_s=inv.lock.wait_s, stderr=ctx.stderr) as lock:
+        with fleet_lock(ctx) as lock:
             t_probe = time.monotonic()
             views = probe_fleet(ctx)
             for v in views:

@@ -17,7 +17,7 @@ from fleet.halt import read_halt_file
 from fleet.inventory import WorkerConfig
 from fleet.model import Capacity, Reach, Snapshot, WorkerView
 from fleet.runner.capacity import CAPACITY_FILE, parse_capacity
-from fleet.transport import TransportError, parse_reach, reach_command, shell_path
+from fleet.transport import TransportError, parse_reach, reach_command, remote_path
 from fleet.units import SupervisorError
 
 _PATH_MARK = "fleet-path:"  # the worker's repaired PATH follows on the same line
@@ -35,7 +35,7 @@ def runner_check(w: WorkerConfig) -> str:
 
 
 def probe_command(w: WorkerConfig) -> str:
-    cap = f"{shell_path(w.state_dir)}/{CAPACITY_FILE}"
+    cap = f"{remote_path(w.state_dir)}/{CAPACITY_FILE}"
     return (
         reach_command(state_dir=w.state_dir, runner_check=runner_check(w))
         + f'echo "{_PATH_MARK}$PATH"; echo {_CAPACITY_MARK}; cat -- {cap} 2>/dev/null; exit 0'

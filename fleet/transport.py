@@ -88,6 +88,17 @@ def shell_path(path: str) -> str:
     return shlex.quote(path)
 
 
+def remote_path(path: str) -> str:
+    """A worker-side file path as one shell word: like :func:`shell_path`, except that a relative
+    path is allowed and means relative to the master's home, where a non-interactive ssh command
+    (and a local command run from home) starts — the inventory's rule for ssh workers' paths."""
+    if path == "~" or path.startswith(("~/", "/")):
+        return shell_path(path)
+    if path.startswith("~"):
+        raise ValueError(f"path {path!r}: '~user' means a different home on every box")
+    return shlex.quote(path)
+
+
 def path_repair(prefix: Sequence[str]) -> str:
     """The PATH repair of pre-flight check 0 (D3), as a shell prefix ending in ``export PATH; ``.
 
@@ -142,7 +153,7 @@ def reach_command(*, state_dir: str, runner_check: str) -> str:
     """
     if not runner_check.strip():
         raise ValueError("runner_check must be a non-empty shell command")
-    d = shell_path(state_dir)
+    d = remote_path(state_dir)
     probe = f"{d}/.fleet-reach.$$"
     writable = f"mkdir -p -- {d} && : > {probe} && rm -f -- {probe}"
     return (

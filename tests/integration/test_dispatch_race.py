@@ -23,7 +23,7 @@ from fleet.exits import Exit
 from fleet.inventory import load
 from tests.integration.test_dispatch import Fleet, make_fleet
 
-ROUNDS = 20  # enough to hit both orders of arrival many times; ~1.5 s a round
+ROUNDS = 50  # the 50 rounds: both orders of arrival many times; ~1.5 s a round
 SAME_WORKER_ROUNDS = 5
 ROUND_TIMEOUT_S = 45.0  # one round is two serialized dispatches (~1 s each) under a 30 s lock wait
 BARRIER_TIMEOUT_S = 30.0  # a child that never reaches the barrier fails the round, not the suite
