@@ -1,0 +1,81 @@
+"""The sweeper's tick on a real board and a real local worker: it dispatches through dispatch(),
+a halt stops it before any board write, an unreadable board fails closed only for --apply, and a
+heartbeat is written on every exit path (D14) so "idle" and "not running" never look alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleet.board.local import LocalBoard
+from fleet.context import FleetContext
+from fleet.exits import Exit
+from fleet.halt import write_halt_file
+from fleet.markers import Kind
+from fleet.roles.sweeper import tick
+from fleet.trace import read_trace
+from tests.integration.test_dispatch import Fleet, all_comments, has_marker, make_fleet, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    f = make_fleet(tmp_path)
+    try:
+        yield f
+    finally:
+        f.ctx.close()
+
+
+def _heartbeat(f: Fleet) -> dict[str, object]:
+    return json.loads((Path(f.inventory.state_dir) / "heartbeat.json").read_text())
+
+
+def test_an_empty_board_is_idle_and_says_so(fleet: Fleet) -> None:
+    report = tick(fleet.ctx, apply=True)
+    assert (report.outcome, report.exit) == ("idle", Exit.OK)
+    assert _heartbeat(fleet)["outcome"] == "idle"
+
+
+def test_a_sweep_dispatches_and_the_run_lands(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Add a greeting")
+    held = fleet.board.create_issue("Not now", labels=["hold"])
+    report = tick(fleet.ctx, apply=True)
+    assert report.outcome == "dispatched"
+    assert [r.issue for r in report.results if r.launched] == [n]
+    assert report.plan.reason_for(held) is not None
+    wait_for(fleet.board, n, has_marker(Kind.SUCCESS))
+    assert _heartbeat(fleet)["outcome"] == "dispatched"
+    events = [e["event"] for e in read_trace(Path(fleet.inventory.state_dir) / "trace.jsonl")]
+    assert events[:5] == ["SWEEP", "CLAIM", "DISPATCH", "LAND", "RELEASE"], events
+
+
+def test_a_halt_file_stops_apply_before_any_board_write(fleet: Fleet) -> None:
+    fleet.board.create_issue("Add a greeting")
+    write_halt_file(Path(fleet.inventory.halt.file), "forge migration", author="ops")
+    before = all_comments(fleet.board)
+    report = tick(fleet.ctx, apply=True)
+    assert report.outcome == "halted" and not report.results
+    assert all_comments(fleet.board) == before
+    assert _heartbeat(fleet)["outcome"] == "halted"
+
+
+@pytest.mark.parametrize(("apply", "code"), [(True, Exit.BOARD_UNREADABLE), (False, Exit.OK)])
+def test_an_unreadable_board_fails_closed_only_for_apply(
+    fleet: Fleet, apply: bool, code: Exit
+) -> None:
+    path = fleet.inventory.board.path
+    assert path is not None
+    fleet.board.disconnect()  # type: ignore[attr-defined]
+    path.write_bytes(b"not a database" * 200)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with FleetContext(fleet.inventory, LocalBoard(path, fleet.inventory.board.origin)) as ctx:
+        report = tick(ctx, apply=apply)
+    assert (report.outcome, report.exit) == ("failed", code)
+    assert report.plan.board_error and not report.results
+    assert _heartbeat(fleet)["outcome"] == "failed"
