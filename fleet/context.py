@@ -60,17 +60,39 @@ class FleetContext:
         with self._guard:
             s = self._supervisors.get(w.name)
         if s is None:
+            t = self.transport(w)
             s = choose_supervisor(
-                self.transport(w),
+                t,
                 worker=w.name,
                 master=w.master or "",
                 state_dir=f"{w.state_dir}/units",
                 python=w.python,
                 kind=w.supervisor,
+                notify=True,  # D3 property 4: OnFailure= is a free alarm
             )
+            if s.kind == "systemd":
+                self._install_notifier(t, w)
             with self._guard:
                 self._supervisors[w.name] = s
         return s
+
+    def _install_notifier(self, t: Transport, w: WorkerConfig) -> None:
+        """systemd's OnFailure= names a template unit that must exist for the master; install it
+        (idempotent) the first time this command meets the worker. A failure only costs the
+        alarm, so it is reported and the dispatch goes on (D5)."""
+        from fleet.transport import TransportError
+        from fleet.units.systemd import notifier_install_command
+
+        try:
+            res = t.run(notifier_install_command(w.python), timeout=30)
+        except (TransportError, ValueError) as exc:
+            self.warn(f"fleet: warning: {w.name}: OnFailure notifier not installed: {exc}")
+            return
+        if not res.ok:
+            self.warn(
+                f"fleet: warning: {w.name}: OnFailure notifier not installed "
+                f"(exit {res.exit}): {res.stderr.strip()[-200:]}"
+            )
 
     def forget(self, name: str) -> None:
         """Drop a worker's transport after a failure, so the next call reconnects."""

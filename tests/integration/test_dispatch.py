@@ -7,6 +7,7 @@ board, except check 3, which comments exactly once. A launch runs the real runne
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -281,3 +282,19 @@ def test_second_dispatch_while_live_is_held(fleet: Fleet) -> None:
         assert all_comments(fleet.board) == before
     finally:
         fleet.stop("w1", n)
+
+
+def test_a_failed_run_fires_the_on_failure_notifier(fleet: Fleet) -> None:
+    # D3 property 4: a failing unit raises the OnFailure alarm; the notifier always exits 0.
+    n = fleet.board.create_issue("Fault: crash", labels=["demo:crash"])
+    r = dispatch(fleet.ctx, n, worker="w1")
+    assert r.launched, r.line()
+    wait_for(fleet.board, n, has_marker(Kind.FAILED))
+    w = fleet.inventory.worker("w1")
+    assert w is not None
+    result = Path(w.state_dir) / "units" / f"task-{n}.result.json"
+    end = time.monotonic() + RUN_DEADLINE_S
+    while not result.exists() and time.monotonic() < end:
+        time.sleep(POLL_S)
+    data = json.loads(result.read_text())
+    assert data["exit_code"] != 0 and data["notifier"] == {"exit": 0}, data
