@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from invoke import Collection, task
 
+from fleet.cmd import tasks_control, tasks_harness, tasks_hygiene, tasks_replay
+
 INV = {"inventory": "inventory.yaml path (default: $FLEET_INVENTORY or ./inventory.yaml)"}
 
 
@@ -325,3 +327,8 @@ board = Collection(
 pr = Collection("pr", pr_create, pr_merge)
 inventory_ns = Collection("inventory", inventory_check, inventory_add_worker)
 ns = Collection(schedule, fleet_status, dispatch, demo, test, board, pr, inventory_ns)
+# The keeping-honest roles, the operator's switches and replay live in their own modules, each
+# owning its tasks; the harness is its own collection.
+for _task in (*tasks_hygiene.TASKS, *tasks_control.TASKS, *tasks_replay.TASKS):
+    ns.add_task(_task)
+ns.add_collection(tasks_harness.harness)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import stat
@@ -50,7 +51,25 @@ BUILD_DIR = DOCKER_DIR / ".build"  # git-ignored: wheelhouse, rootfs tarball, ke
 DEFAULT_SHARED_DIR = BUILD_DIR / "shared"
 
 IMAGE_REPO = "fleet-worker"
-PROJECT = "fleet-harness"  # the Compose project: `down` removes this project's containers only
+PROJECT = (
+    "fleet-harness"  # the default Compose project: `down` removes this project's containers only
+)
+PROJECT_ENV = "FLEET_HARNESS_PROJECT"  # another name runs a second harness beside the first
+
+
+def project() -> str:
+    """The Compose project, which also prefixes the container names (``<project>-w1``), so two
+    harnesses (a benchmark and a test run) can run side by side without touching each other."""
+    name = os.environ.get(PROJECT_ENV, "") or PROJECT
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+        raise ValueError(f"{PROJECT_ENV}={name!r}: use lower-case letters, digits, '-' and '_'")
+    return name
+
+
+def container_name(worker: str) -> str:
+    return f"{project()}-{worker}"
+
+
 SSH_PORT = 22
 # The masters of each worker. w4 has two: the same unit name under two users is two names (D4).
 MASTERS: dict[str, tuple[str, ...]] = {
@@ -458,14 +477,14 @@ def prepare_shared(shared_dir: Path) -> Path:
 
 
 def _state_file(build_dir: Path) -> Path:
-    return build_dir / "harness" / "state.json"
+    return build_dir / "harness" / f"{project()}.state.json"
 
 
 def _compose(
     command: Sequence[str], env_values: dict[str, str], timeout: float = DOCKER_TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
     files = (a for f in compose_files() for a in ("-f", f))
-    args = ["docker-compose", *files, "-p", PROJECT, *command]
+    args = ["docker-compose", *files, "-p", project(), *command]
     return _run(args, timeout=timeout, env={**os.environ, **env_values})
 
 
@@ -475,6 +494,7 @@ def compose_env(image: str, keys_dir: Path, shared_dir: Path) -> dict[str, str]:
         "FLEET_HARNESS_IMAGE": image,
         "FLEET_HARNESS_KEYS": str(keys_dir),
         "FLEET_HARNESS_SHARED": str(shared_dir),
+        PROJECT_ENV: project(),
     }
 
 
@@ -486,9 +506,7 @@ def compose_files() -> list[str]:
     ]
 
 
-def prepare(
-    shared_dir: Path = DEFAULT_SHARED_DIR, *, build_dir: Path = BUILD_DIR
-) -> dict[str, str]:
+def prepare(shared_dir: Path, *, build_dir: Path = BUILD_DIR) -> dict[str, str]:
     """Everything before ``docker-compose up``: the image must exist, keys and the shared directory
     are made, and the Compose variables are recorded so :func:`down` can run without arguments."""
     image = current_image()
@@ -519,7 +537,7 @@ def refresh(shared_dir: Path | None = None, *, build_dir: Path = BUILD_DIR) -> H
     """
     env = json.loads(_state_file(build_dir).read_text())
     keys_dir = Path(env["FLEET_HARNESS_KEYS"])
-    names = [f"fleet-{w}" for w in MASTERS]
+    names = [container_name(w) for w in MASTERS]
     out = _run(["docker", "inspect", "-f", "{{.Name}} {{.State.Status}}", *names], check=False)
     states = dict(line.lstrip("/").split()[:2] for line in out.stdout.splitlines() if line.strip())
     down_ = [n for n in names if states.get(n) != "running"]
@@ -527,10 +545,10 @@ def refresh(shared_dir: Path | None = None, *, build_dir: Path = BUILD_DIR) -> H
         seen = ", ".join(f"{n}={states.get(n, 'absent')}" for n in down_)
         raise NotRunning(f"harness workers not running after docker-compose: {seen}")
     containers = tuple(
-        Container(w, f"fleet-{w}", _published_port(f"fleet-{w}"), masters)
+        Container(w, container_name(w), _published_port(container_name(w)), masters)
         for w, masters in MASTERS.items()
     )
-    known_hosts = build_dir / "harness" / "known_hosts"
+    known_hosts = build_dir / "harness" / f"{project()}.known_hosts"
     known_hosts.write_text(known_hosts_text(containers, keys_dir))
     return HarnessInfo(
         image=env["FLEET_HARNESS_IMAGE"],
@@ -632,9 +650,10 @@ def wait_ready(info: HarnessInfo, *, timeout: float = READY_TIMEOUT_S) -> None:
             time.sleep(READY_POLL_S)
 
 
-def up(shared_dir: Path = DEFAULT_SHARED_DIR, *, build_dir: Path = BUILD_DIR) -> HarnessInfo:
+def up(shared_dir: Path | None = None, *, build_dir: Path = BUILD_DIR) -> HarnessInfo:
     """Start the four workers (the image must exist), wait until every master answers, and return
-    their ports, key and known_hosts."""
+    their ports, key and known_hosts. The shared directory defaults to one per Compose project."""
+    shared_dir = shared_dir or DEFAULT_SHARED_DIR / project()
     env = prepare(shared_dir, build_dir=build_dir)
     _compose(["up", "-d", "--no-build"], env)
     info = refresh(shared_dir, build_dir=build_dir)
@@ -649,7 +668,7 @@ def down(*, build_dir: Path = BUILD_DIR) -> None:
     :func:`prepare` are used (placeholders if it never ran). Whatever Compose leaves behind with
     this project's label is removed by id: only containers this harness started.
     """
-    label = f"label=com.docker.compose.project={PROJECT}"
+    label = f"label=com.docker.compose.project={project()}"
     containers = _run(["docker", "ps", "-aq", "--filter", label]).stdout.split()
     networks = _run(["docker", "network", "ls", "-q", "--filter", label]).stdout.split()
     if not containers and not networks:
@@ -658,7 +677,9 @@ def down(*, build_dir: Path = BUILD_DIR) -> None:
     env = (
         json.loads(state.read_text())
         if state.exists()
-        else compose_env(f"{IMAGE_REPO}:latest", build_dir / "harness" / "keys", DEFAULT_SHARED_DIR)
+        else compose_env(
+            f"{IMAGE_REPO}:latest", build_dir / "harness" / "keys", DEFAULT_SHARED_DIR / project()
+        )
     )
     _compose(["down", "--remove-orphans", "--timeout", "10"], env)
     left = _run(["docker", "ps", "-aq", "--filter", label]).stdout.split()

@@ -92,7 +92,7 @@ def docker_compose_file() -> list[str]:
 
 @pytest.fixture(scope="session")
 def docker_compose_project_name() -> str:
-    return harness.PROJECT
+    return harness.project()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,7 @@
+"""invoke tasks for the control commands; tasks.py adds every task in ``TASKS`` to the top level."""
+
+from __future__ import annotations
+
+from invoke import Task
+
+TASKS: tuple[Task, ...] = ()
