@@ -66,7 +66,7 @@ DEFAULT_PYTHON = "python3"  # the worker's interpreter for the runner
 TOP_KEYS = ("board", "lock", "halt", "policy", "state_dir", "workers")
 LOCAL_BOARD_KEYS = ("kind", "path", "origin", "identity")
 GITHUB_BOARD_KEYS = ("kind", "owner", "repo", "project_number", "identity", "token_env", "api_url",
-                     "status_field")
+                     "status_field", "lane_field")
 LOCK_KEYS = ("path", "wait_s", "host")
 HALT_KEYS = ("file", "issue_title")
 POLICY_KEYS = ("hold_labels", "fixture_label", "do_not_dispatch", "attempt_cap", "retry_backoffs_s",
@@ -96,6 +96,7 @@ class GitHubConfig:
     token_env: str = "GITHUB_TOKEN"  # the variable's NAME; the value is read at call time only
     api_url: str = "https://api.github.com"
     status_field: str = "Status"  # predicate 1 reads this single-select field, never a label
+    lane_field: str = "Lane"  # the project field that routes an item to a worker's lane (predicate 4)
 
 
 @dataclass(frozen=True)
@@ -343,6 +344,7 @@ def _board(top: _Node, base: Path) -> BoardConfig:
         token_env=node.get("token_env", "GITHUB_TOKEN", "a variable NAME", _matches(_ENV_NAME)),
         api_url=node.get("api_url", "https://api.github.com", "an http(s) URL", _matches(_URL)),
         status_field=node.text("status_field", "Status"),
+        lane_field=node.text("lane_field", "Lane"),
     )
     # Required for github: markers are attributed by author, and the token's login is not ours to
     # guess (D18: the credential decides who the fleet is).

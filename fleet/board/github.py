@@ -98,6 +98,7 @@ class GitHubBoard:
             token=token,
             api_url=gh.api_url,
             status_field=gh.status_field,
+            lane_field=gh.lane_field,
         )
 
     def __repr__(self) -> str:

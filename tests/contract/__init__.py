@@ -13,7 +13,7 @@ from typing import Protocol
 
 import git
 
-from fleet.model import CIState, PullRequest
+from fleet.model import CIState, Comment, PullRequest
 
 # An identity for test commits, so a test never depends on the operator's git config.
 _AUTHOR = git.Actor("test agent", "agent@fleet.invalid")
@@ -45,3 +45,8 @@ class Forge(Protocol):
     def merge(self, pr: PullRequest) -> PullRequest: ...
 
     def set_ci(self, state: CIState) -> None: ...
+
+    def comment_as(self, number: int, body: str, author: str) -> Comment:
+        """A comment by someone other than the fleet, written the way that person's own client
+        would: one token cannot write as two people (the GitHub board refuses, D18, D20)."""
+        ...

@@ -17,7 +17,7 @@ import pytest
 
 from fleet.board.base import Board
 from fleet.board.local import LocalBoard
-from fleet.model import CIState, PullRequest
+from fleet.model import CIState, Comment, PullRequest
 from tests.contract import Forge, push_branch
 from tests.github.backend import contract_backend
 
@@ -44,6 +44,9 @@ class LocalForge:
 
     def set_ci(self, state: CIState) -> None:
         self.board.set_ci(state)
+
+    def comment_as(self, number: int, body: str, author: str) -> Comment:
+        return self.board.comment(number, body, author=author)
 
 
 def _local(tmp: Path) -> tuple[Board, Forge]:

@@ -74,9 +74,11 @@ def test_labels_add_remove_without_duplicates(board: Board) -> None:
     assert kinds[-2:] == [(EventKind.LABELED, "b"), (EventKind.UNLABELED, "a")]
 
 
-def test_comments_keep_order_with_strictly_increasing_microsecond_times(board: Board) -> None:
+def test_comments_keep_order_with_strictly_increasing_microsecond_times(
+    board: Board, forge: Forge
+) -> None:
     n = board.create_issue("chatty")
-    posted = [board.comment(n, f"comment {k}", author="someone") for k in range(6)]
+    posted = [forge.comment_as(n, f"comment {k}", "someone") for k in range(6)]
     issue = board.issue(n)
     assert issue is not None
     assert [c.body for c in issue.comments] == [f"comment {k}" for k in range(6)]
@@ -86,10 +88,10 @@ def test_comments_keep_order_with_strictly_increasing_microsecond_times(board: B
     assert all(t.tzinfo is not None for t in times)
 
 
-def test_comment_author_defaults_to_the_fleet_identity(board: Board) -> None:
+def test_comment_author_defaults_to_the_fleet_identity(board: Board, forge: Forge) -> None:
     n = board.create_issue("who speaks")
     assert board.comment(n, "from the fleet").author == board.identity
-    assert board.comment(n, "from a human", author="human").author == "human"
+    assert forge.comment_as(n, "from a human", "human").author == "human"
 
 
 def test_close_with_reason_then_reopen_records_events(board: Board) -> None:
@@ -145,10 +147,10 @@ def test_parent_sub_issue_and_blocker_refs_carry_the_other_state(board: Board) -
     assert after is not None and after.blocked_by == () and after.sub_issues == ()
 
 
-def test_mentions_go_from_unread_to_read(board: Board) -> None:
+def test_mentions_go_from_unread_to_read(board: Board, forge: Forge) -> None:
     n = board.create_issue("talk to the fleet")
-    board.comment(n, f"@{board.identity} please also update the docs", author="human")
-    board.comment(n, f"mail {board.identity}@example.com, or ask @{board.identity}wood", author="h")
+    forge.comment_as(n, f"@{board.identity} please also update the docs", "human")
+    forge.comment_as(n, f"mail {board.identity}@example.com, or ask @{board.identity}wood", "h")
     unread = board.unread_mentions(n)
     assert [m.body for m in unread] == [f"@{board.identity} please also update the docs"]
     assert unread[0].issue == n and unread[0].author == "human" and not unread[0].read

@@ -46,33 +46,21 @@ class ReplayForge:
         self.state.merge(fake)
         return self._pr(fake)
 
+    def comment_as(self, number: int, body: str, author: str) -> Comment:
+        """Written into the replayer the way that human's own client would; the board under test
+        never writes as anyone but the fleet."""
+        cid = self.state.human_comment(number, author, body)
+        at = self.state.issues[number].comments[-1]["at"]
+        return Comment(cid, author, body, parse_iso(stamp(at)) or at)
+
     def set_ci(self, state: CIState) -> None:
         conclusion = {CIState.GREEN: "success", CIState.RED: "failure"}.get(state, "pending")
         self.state.ci = (conclusion if conclusion != "pending" else "none", [conclusion])
 
 
-class ContractGitHubBoard(GitHubBoard):
-    """The GitHubBoard the contract suite runs. One change: a comment by someone other than the
-    fleet — the contract's "a human writes" — is written into the replayer the way that human's
-    own client would, because one token cannot write as two people (GitHubBoard refuses, D18,
-    D20). Every read, and every write as the fleet, is the production path."""
-
-    def __init__(self, state: Replayer) -> None:
-        super().__init__(owner=state.owner, repo=state.repo, project_number=state.project_number,
-                         identity=state.login, token=TOKEN, api_url=API, client=state.client(),
-                         sleep=lambda seconds: None)  # fmt: skip
-        self._state = state
-
-    def comment(self, number: int, body: str, *, author: str | None = None) -> Comment:
-        if author in (None, self.identity):
-            return super().comment(number, body)
-        cid = self._state.human_comment(number, author, body)
-        at = self._state.issues[number].comments[-1]["at"]
-        return Comment(cid, author, body, parse_iso(stamp(at)) or at)
-
-
 def contract_backend(tmp: Path) -> tuple[GitHubBoard, ReplayForge]:
+    """The production GitHubBoard on the replayer; humans write through the forge."""
     if not shape.SCHEMA_PATH.exists():
         pytest.skip(shape.SCHEMA_MISSING)
     state = Replayer()
-    return ContractGitHubBoard(state), ReplayForge(state)
+    return github_board(state), ReplayForge(state)

@@ -78,6 +78,7 @@ def test_commented_out_examples_are_valid_when_switched_on() -> None:
     inv = loads(_uncomment_examples(COMMITTED.read_text()), str(COMMITTED))
     assert inv.board.kind == "github" and inv.board.path is None and inv.board.origin is None
     assert inv.board.github is not None and inv.board.github.token_env == "GITHUB_TOKEN"
+    assert inv.board.github.lane_field == "Lane"
     assert inv.policy.identity == inv.board.identity == "example-bot"
     box = inv.worker("box1")
     assert box is not None and box.transport == "ssh" and box.master == "agent"
@@ -170,6 +171,22 @@ def test_github_board(tmp_path: Path) -> None:
     )
     assert inv.board.github == inventory.GitHubConfig("acme", "widgets.py", 7, "FLEET_GH_TOKEN")
     assert inv.policy.identity == "acme-bot"
+
+
+def test_github_lane_field_reaches_the_board() -> None:
+    """The lane field named in the inventory is the one the board's queries read (predicate 4)."""
+    from fleet.board.github import GitHubBoard
+
+    inv = loads(
+        doc("""
+            board: {kind: github, owner: acme, repo: w, project_number: 7, identity: bot,
+                    lane_field: Where}
+            workers: [{name: w1}]
+            """)
+    )
+    assert inv.board.github is not None and inv.board.github.lane_field == "Where"
+    board = GitHubBoard.from_env(inv.board, {"GITHUB_TOKEN": "t0ken"})
+    assert board.lane_field == "Where"
 
 
 def test_default_path(monkeypatch: pytest.MonkeyPatch) -> None:
