@@ -28,12 +28,20 @@ def schedule(c, apply=False, json=False, inventory=None):
     run(inventory, apply, json)
 
 
-@task(name="fleet-status", help={**INV, "json": "one JSON object", "issue": "only this issue"})
-def fleet_status(c, json=False, issue=None, inventory=None):
+@task(
+    name="fleet-status",
+    help={
+        **INV,
+        "json": "one JSON object",
+        "issue": "only this issue",
+        "cost": "also what reading the board cost: this read, the budget left, recent sweeps (D1)",
+    },
+)
+def fleet_status(c, json=False, issue=None, cost=False, inventory=None):
     """Every worker and every open issue, each with its state and why it is not moving."""
     from fleet.cmd.sched import status
 
-    status(inventory, json, int(issue) if issue else None)
+    status(inventory, json, int(issue) if issue else None, show_cost=cost)
 
 
 DISPATCH_HELP = """Refuse or launch one issue through the one dispatch path (D15).

@@ -8,14 +8,18 @@ from pathlib import Path
 
 from invoke.exceptions import Exit as InvokeExit
 
+from fleet import cost
+from fleet.board.base import BoardPage
 from fleet.cmd.common import context, emit_json, fail, inventory
+from fleet.context import FleetContext
 from fleet.dispatch import dispatch
 from fleet.exits import Exit
 from fleet.model import Plan
-from fleet.observe import snapshot
+from fleet.observe import read_page, snapshot
 from fleet.roles.sweeper import TickReport, tick, write_heartbeat
 from fleet.select import select
 from fleet.status import as_json, read_heartbeat, render
+from fleet.trace import read_trace
 
 
 def _unopenable(inv: str | None, apply: bool, message: str) -> None:
@@ -63,15 +67,38 @@ def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
             raise fail(report.exit, f"sweep {report.outcome}: {plan.board_error or plan.summary()}")
 
 
-def status(inv: str | None, as_json_: bool, issue: int | None) -> None:
+def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool = False) -> None:
     with context(inv) as ctx:
-        snap = snapshot(ctx)
+        page, _ = read_page(ctx)
+        snap = snapshot(ctx, page=page) if page is not None else snapshot(ctx)
         plan = select(snap)
         hb = read_heartbeat(Path(ctx.inventory.state_dir))
+        priced = _cost_report(ctx, page) if show_cost else None
         if as_json_:
-            emit_json(as_json(snap, plan, hb, issue))
+            out = as_json(snap, plan, hb, issue)
+            if priced is not None:
+                out["cost"] = cost.as_json(*priced)
+            emit_json(out)
         else:
             print(render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue))
+            if priced is not None:
+                print(cost.render(*priced))
+
+
+def _cost_report(
+    ctx: FleetContext, page: BoardPage | None
+) -> tuple[cost.CycleCost | None, cost.Budget | None, list[cost.CycleCost]]:
+    """This read's price, the backend's remaining budget, and what recent sweeps recorded (D1)."""
+    now = None if page is None else cost.CycleCost(page.read_at, page.cost, page.cost_unit)
+    rl = getattr(ctx.board, "last_rate_limit", None)  # GitHub's rateLimit; SQLite has no budget
+    budget = None if rl is None else cost.Budget(rl.remaining, rl.reset_at)
+    log = Path(ctx.inventory.state_dir) / cost.LOG_NAME
+    try:
+        events = read_trace(log) if log.exists() else []
+    except (OSError, ValueError) as exc:
+        ctx.warn(f"cost log unreadable, recent cycles not shown: {exc}")
+        events = []
+    return now, budget, cost.recorded_cycles(events)
 
 
 def dispatch_cmd(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from fleet import cost
 from fleet.board.base import BoardPage
 from fleet.context import FleetContext
 from fleet.dispatch import DispatchResult, dispatch
@@ -92,6 +93,10 @@ class Sweeper:
 
     def select_queue(self) -> Sequence[Dispatch]:
         self.page, error = read_page(self.ctx)
+        if self.page is not None:  # every cycle's read is priced (D1): fleet-status --cost
+            Trace(Path(self.ctx.inventory.state_dir) / cost.LOG_NAME).event(
+                cost.EVENT, cost=self.page.cost, cost_unit=self.page.cost_unit
+            )
         snap = snapshot(self.ctx, page=self.page) if self.page is not None else None
         if snap is None:
             snap = Snapshot(
