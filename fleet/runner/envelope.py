@@ -59,7 +59,7 @@ class Envelope:
 
     subtype: str
     is_error: bool
-    num_turns: int
+    num_turns: int | None  # None: the envelope did not say, which proves nothing either way (D20)
     result: str
     api_error_status: int | None
     terminal_reason: str | None
@@ -68,7 +68,7 @@ class Envelope:
     raw: str
 
     @property
-    def turns_consumed(self) -> int:
+    def turns_consumed(self) -> int | None:
         return self.num_turns
 
     def data(self) -> dict[str, Any]:
@@ -88,6 +88,8 @@ class Capture:
             return True
         if self.envelope is None:
             return None
+        if self.envelope.num_turns is None:
+            return None  # an envelope without a turn count cannot prove the run never started
         return self.envelope.num_turns == 0
 
 
@@ -167,7 +169,7 @@ def envelope_from(obj: dict[str, Any]) -> Envelope:
     return Envelope(
         subtype=_field(obj, "subtype", (str,), ""),
         is_error=_field(obj, "is_error", (bool,), False),
-        num_turns=_field(obj, "num_turns", (int,), 0),
+        num_turns=_field(obj, "num_turns", (int,), None),
         result=_field(obj, "result", (str,), ""),
         api_error_status=_field(obj, "api_error_status", (int,), None),
         terminal_reason=_field(obj, "terminal_reason", (str,), None),

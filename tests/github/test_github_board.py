@@ -6,7 +6,7 @@ against GitHub's schema and every answer it gives is shape-checked, inside each 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,7 +24,9 @@ from fleet.board.github_http import (
 )
 from fleet.board.github_parse import pull_request
 from fleet.inventory import BoardConfig, GitHubConfig
-from fleet.model import CIState, EventKind, IssueState, PRState, StateReason
+from fleet.markers import Kind, parse
+from fleet.model import CIState, Comment, EventKind, IssueState, PRState, PullRequest, StateReason
+from fleet.runner.closeout import decide_close_out
 from tests.github import shape
 from tests.github.backend import github_board
 from tests.github.replay import TOKEN, Replayer
@@ -212,9 +214,23 @@ def test_closing_prs_report_facts_the_runner_judges(capsys: pytest.CaptureFixtur
     assert "tombstone risk" in capsys.readouterr().err
     assert (prs[32].state, prs[32].merged) == (PRState.CLOSED, False)
     assert prs[33].state is PRState.OPEN
-    this_run = [p for p in prs.values()
-                if p.merged and not p.repository and p.created_at >= RUN_STARTED_AT]  # fmt: skip
-    assert this_run == []
+    # The runner's own close-out (D15) judges the recorded facts: an older run's merge is not this
+    # run's success, and a merge in another repository cannot close the issue — a tombstone risk.
+    assert _close_out(prs[20]) is not Kind.SUCCESS
+    assert _close_out(prs[31]) is Kind.CROSS_REPO
+    assert _close_out(*prs.values()) is Kind.PR_OPEN  # this run's own open #33 outranks: unfinished
+
+
+def _close_out(*prs: PullRequest) -> Kind:
+    envelope = '{"type": "result", "subtype": "success", "is_error": false, "result": "done"}'
+    out = decide_close_out(output=envelope, prs=prs, forge_error=None,
+                           run_started_at=RUN_STARTED_AT, exit_code=0, signal_name=None,
+                           timed_out=False, workspace_failure=None, retries_so_far=0,
+                           backoffs_s=(30,), results=None,
+                           now=RUN_STARTED_AT + timedelta(minutes=30))  # fmt: skip
+    marker = parse(Comment(1, "fleet", out.marker, RUN_STARTED_AT))
+    assert marker is not None, out.marker
+    return marker.kind
 
 
 def test_graphql_errors_never_read_as_no_pull_request() -> None:
