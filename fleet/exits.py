@@ -42,8 +42,15 @@ class Exit(IntEnum):
     # the queue and the journal
     BOARD_UNREADABLE = 50  # the one fail-closed guard (D5), for --apply
     WRITE_FAILED = 51  # a board write did not take ("no work exists" is 0, never this)
+    NOTHING_TO_REPLAY = 58  # replay read the trace and found no replayable event in it
+    TRACE_UNREADABLE = 59  # replay: a missing file, or a malformed line (file:line on stderr)
     REPLAY_DIFFERS = 60  # replay found a decision that differs from the recorded one
     NOT_IDLE = 61  # drain --wait gave up while units were still live
+    REPAIR_STOP_FAILED = 62  # repair could not stop a duplicate unit: it may still be live
+    REPAIR_UNDECIDED = 63  # repair left duplicates live: a start time its order needs is unknown
+    # cancel: the cancelled marker was posted, but the unit may still be live somewhere
+    CANCEL_UNCHECKED = 67  # a worker could not be probed: could-not-check, never "no unit" (D20)
+    CANCEL_NOT_STOPPED = 68  # a live unit was found and its stop did not free the name
 
 
 class RunExit(IntEnum):

@@ -70,7 +70,7 @@ GITHUB_BOARD_KEYS = ("kind", "owner", "repo", "project_number", "identity", "tok
 LOCK_KEYS = ("path", "wait_s", "host")
 HALT_KEYS = ("file", "issue_title")
 POLICY_KEYS = ("hold_labels", "fixture_label", "do_not_dispatch", "attempt_cap", "retry_backoffs_s",
-               "reaper_threshold_s", "timer_period_s", "max_run_s")
+               "reaper_threshold_s", "timer_period_s", "max_run_s", "report_label")
 WORKER_KEYS = ("name", "transport", "host", "port", "master", "lane", "clone", "runner_clone",
                "runner_remote", "path_prefix", "agent", "supervisor", "key", "known_hosts",
                "state_dir", "python", "max_run_s")
@@ -372,6 +372,7 @@ def _policy(top: _Node) -> tuple[_Node, dict[str, Any]]:
         ),
         "reaper_threshold_s": node.integer("reaper_threshold_s", _POLICY.reaper_threshold_s),
         "timer_period_s": node.integer("timer_period_s", _POLICY.timer_period_s),
+        "report_label": node.text("report_label", _POLICY.report_label),
     }
     return node, fields
 

@@ -242,10 +242,14 @@ class Policy:
     do_not_dispatch: str = "[do-not-dispatch]"
     attempt_cap: int = 3
     retry_backoffs_s: tuple[int, ...] = (30, 120, 480)
-    reaper_threshold_s: int = 3600
+    # D13: "2x the longest run ever observed". No run of ours is measured yet, but none can outlive
+    # its unit's run-time limit (inventory DEFAULT_MAX_RUN_S = 3600 s, plus a 20 s stop grace):
+    # 2 x 3600 s only ever judges runs that provably ended; the probe, not this clock, decides.
+    reaper_threshold_s: int = 7200
     halt_title: str = "HALT FLEET"
     identity: str = "fleet"
     timer_period_s: int = 300
+    report_label: str = "fleet-report"  # the announcer's reports: held, never dispatched
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ def marked_do_not_dispatch(title: str, marker: str) -> bool:
 
 def _hold(issue: Issue, snap: Snapshot) -> str | None:
     policy = snap.policy  # the fixture label is predicate 9's first question, asked in _reason
+    if policy.report_label and policy.report_label in issue.labels:
+        return f"labelled {policy.report_label} (an announcer's report is not work)"
     holds = [lbl for lbl in issue.labels if lbl in policy.hold_labels]
     if holds:
         return f"hold label {holds[0]!r}"

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import threading
+from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from enum import Enum
 from pathlib import Path
@@ -52,15 +53,38 @@ class Trace:
                 os.close(fd)
 
 
-def read_trace(path: Path) -> list[dict[str, Any]]:
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            line = line.strip()
+class TraceError(ValueError):
+    """A trace that cannot be read back: ``line`` is 1-based, or None for the whole file."""
+
+    def __init__(self, path: Path | str, line: int | None, why: str) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {why}")
+        self.path, self.line, self.why = str(path), line, why
+
+
+def iter_trace(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each record with its line number; blank lines are skipped, anything else that is not one
+    JSON object is a :class:`TraceError` naming the file and the line."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 (closed below; an open error must name the path)
+    except OSError as exc:
+        raise TraceError(path, None, f"cannot open: {exc.strerror or exc}") from None
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise TraceError(path, n, f"not UTF-8: {exc.reason}") from None
             if not line:
                 continue
             try:
-                out.append(json.loads(line))
+                record = json.loads(line)
             except ValueError as exc:
-                raise ValueError(f"{path}:{n}: not a JSON line: {exc}") from None
-    return out
+                raise TraceError(path, n, f"not a JSON line: {exc}") from None
+            if not isinstance(record, dict):
+                raise TraceError(path, n, f"not a JSON object: {line[:60]!r}")
+            yield n, record
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    return [record for _n, record in iter_trace(path)]

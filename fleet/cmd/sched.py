@@ -19,6 +19,7 @@ from fleet.observe import read_page, snapshot
 from fleet.roles.sweeper import TickReport, tick, write_heartbeat
 from fleet.select import select
 from fleet.status import as_json, read_heartbeat, render
+from fleet.switches import read_switches
 from fleet.trace import read_trace
 
 
@@ -73,14 +74,15 @@ def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool =
         snap = snapshot(ctx, page=page) if page is not None else snapshot(ctx)
         plan = select(snap)
         hb = read_heartbeat(Path(ctx.inventory.state_dir))
+        sw = read_switches(ctx.inventory)
         priced = _cost_report(ctx, page) if show_cost else None
         if as_json_:
-            out = as_json(snap, plan, hb, issue)
+            out = as_json(snap, plan, hb, issue, switches=sw)
             if priced is not None:
                 out["cost"] = cost.as_json(*priced)
             emit_json(out)
         else:
-            print(render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue))
+            print(render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue, switches=sw))
             if priced is not None:
                 print(cost.render(*priced))
 
