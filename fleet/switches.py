@@ -90,6 +90,20 @@ def remove_switch(path: Path) -> bool:
     return remove_halt_file(path)
 
 
+def role_hold(inv: Inventory) -> Switch | None:
+    """The switch that turns the keeping-honest roles (reap, repair, announce) into dry runs: the
+    halt file, else PAUSE. A pause is a hold in which only cancels are decided (seed 001 §10), and
+    a halt stops every write the fleet makes on its own; DRAIN holds nothing here, because reaping
+    and repairing are how in-flight work finishes."""
+    s = read_switches(inv)
+    return s.halt_file or s.pause
+
+
+def hold_line(role: str, switch: Switch) -> str:
+    reason = switch.reason or "no reason was recorded"
+    return f"fleet: {role} held by the {switch.name} ({reason}): reporting only, writing nothing"
+
+
 def read_switches(inv: Inventory) -> Switches:
     return Switches(
         halt_file=read_switch("halt file", halt_path(inv)),

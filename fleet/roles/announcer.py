@@ -35,6 +35,7 @@ from fleet.halt import read_halt_file
 from fleet.model import Issue, Snapshot
 from fleet.observe import probe_fleet, read_page
 from fleet.status import read_heartbeat
+from fleet.switches import hold_line, role_hold
 from fleet.trace import Trace, to_jsonable
 
 
@@ -208,6 +209,10 @@ class Announcer:
 
 def announce(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> AnnounceReport:
     """One pass of the announcer. A dry run files nothing and says what it would file."""
+    hold = role_hold(ctx.inventory) if apply else None
+    if hold is not None:  # a pause or a halt: decide and report, write nothing
+        ctx.warn(hold_line("announce", hold))
+        apply = False
     state = Path(ctx.inventory.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
     loop = Announcer(ctx, trace, apply=apply)
@@ -220,7 +225,7 @@ def announce(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> A
     if a.halted:
         return AnnounceReport("halted", a, filings)
     if not apply:
-        return AnnounceReport("dry-run", a, filings)
+        return AnnounceReport("held" if hold is not None else "dry-run", a, filings)
     # A stall still at would-file after an apply was skipped by the engine: another announcer on
     # this box held its claim and is filing it (its own re-read decides).
     filings = [

@@ -32,6 +32,7 @@ from fleet.model import Snapshot
 from fleet.observe import probe_fleet, read_page
 from fleet.reap import REAP, ReapDecision, reap_decisions, reaped_marker, threshold_warning
 from fleet.replay import Comparison, RecordError, compare, register
+from fleet.switches import hold_line, role_hold
 from fleet.trace import Trace, to_jsonable
 
 
@@ -150,6 +151,10 @@ def _states(decisions: Sequence[ReapDecision]) -> dict[str, int]:
 
 def reap(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> ReapReport:
     """One reaper tick. A dry run (``apply=False``) decides and writes nothing to the board."""
+    hold = role_hold(ctx.inventory) if apply else None
+    if hold is not None:  # a pause or a halt: decide and report, write nothing
+        ctx.warn(hold_line("reap", hold))
+        apply = False
     inv = ctx.inventory
     state = Path(inv.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
@@ -193,7 +198,7 @@ def reap(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> ReapR
     elif report.failures:
         report.exit = Exit.WRITE_FAILED
     elif not apply:
-        report.outcome = "dry-run"
+        report.outcome = "held" if hold is not None else "dry-run"
     else:
         report.outcome = "reaped" if report.reaped else "nothing"
     trace.event("REAP_END", outcome=report.outcome, exit=int(report.exit), counts=report.counts())

@@ -34,6 +34,7 @@ from fleet.model import Unit, WorkerView
 from fleet.observe import probe_fleet
 from fleet.repair import ORDER, RepairDecision, repair_plan, superseded_marker, who
 from fleet.replay import Comparison, RecordError, compare, register
+from fleet.switches import hold_line, role_hold
 from fleet.trace import Trace, to_jsonable
 from fleet.transport import TransportError
 from fleet.units import SupervisorError
@@ -162,6 +163,10 @@ class Repairer:
 
 def repair(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> RepairReport:
     """One repair tick. A dry run decides and stops nothing."""
+    hold = role_hold(ctx.inventory) if apply else None
+    if hold is not None:  # a pause or a halt: decide and report, write nothing
+        ctx.warn(hold_line("repair", hold))
+        apply = False
     state = Path(ctx.inventory.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
     repairer = Repairer(ctx, trace, apply=apply)
@@ -194,7 +199,7 @@ def repair(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> Rep
     elif repairer.write_failures:
         report.exit = Exit.WRITE_FAILED
     elif not apply:
-        report.outcome = "dry-run"
+        report.outcome = "held" if hold is not None else "dry-run"
     elif undecided:
         report.outcome, report.exit = "undecided", Exit.REPAIR_UNDECIDED
     else:

@@ -1,0 +1,69 @@
+"""A pause or a halt holds the keeping-honest roles: with --apply they decide and report, and write
+nothing; lifted, the same call writes (seed 001 §10: a paused tick decides only cancels)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from fleet.context import FleetContext
+from fleet.markers import Kind, render
+from fleet.roles.announcer import announce
+from fleet.roles.reaper import reap
+from fleet.switches import PAUSE, flag_path, halt_path, remove_switch, write_switch
+from tests.integration.test_dispatch import Fleet, all_comments, kinds, make_fleet
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    f = make_fleet(tmp_path)
+    try:
+        yield f
+    finally:
+        f.ctx.close()
+
+
+def _orphan(f: Fleet) -> tuple[int, FleetContext]:
+    """An open issue whose last word is a start with no unit anywhere, read by a clock past the
+    reaper threshold: exactly what reap --apply resets."""
+    n = f.board.create_issue("orphaned run")
+    f.board.comment(n, render(Kind.START, {"worker": "w1", "run": "r1"}))
+    skew = timedelta(seconds=f.inventory.policy.reaper_threshold_s + 60)
+    return n, FleetContext(f.inventory, f.board, clock=lambda: datetime.now(UTC) + skew)
+
+
+@pytest.mark.parametrize("switch", ["PAUSE", "halt file"])
+def test_reap_is_held_by_a_pause_or_halt_and_runs_once_lifted(
+    fleet: Fleet, switch: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    n, late = _orphan(fleet)
+    path = flag_path(fleet.inventory, PAUSE) if switch == PAUSE else halt_path(fleet.inventory)
+    write_switch(switch, path, "forge migration", author="ops")
+    before = all_comments(fleet.board)
+    with late:
+        held = reap(late, apply=True)
+        assert held.outcome == "held" and held.reaped == []
+        assert [d.issue for d in held.decisions if d.reap] == [n]  # decided, reported
+        assert all_comments(fleet.board) == before  # and nothing written
+        assert f"reap held by the {switch} (forge migration)" in capfd.readouterr().err
+        assert remove_switch(path)
+        lifted = reap(late, apply=True)
+    assert lifted.outcome == "reaped" and lifted.reaped == [n]
+    issue = fleet.board.issue(n)
+    assert issue is not None and kinds(issue)[-1] is Kind.REAPED
+
+
+def test_announce_is_held_by_a_pause(fleet: Fleet) -> None:
+    """No heartbeat was ever written: a stall the announcer reports — but not while paused."""
+    write_switch(PAUSE, flag_path(fleet.inventory, PAUSE), "", author="ops")
+    held = announce(fleet.ctx, apply=True)
+    assert held.outcome == "held"
+    assert fleet.board.list_issues() == ()  # type: ignore[attr-defined]
+    remove_switch(flag_path(fleet.inventory, PAUSE))
+    assert announce(fleet.ctx, apply=True).outcome == "filed"
+    assert len(fleet.board.list_issues()) == 1  # type: ignore[attr-defined]
