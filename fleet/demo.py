@@ -23,13 +23,14 @@ from pathlib import Path
 from fleet.board import open_board
 from fleet.cmd.common import context
 from fleet.context import FleetContext
+from fleet.idle import idle as fleet_idle
 from fleet.inventory import load
-from fleet.markers import history, open_start, parked_until
 from fleet.model import CIState
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
 from fleet.select import select
 from fleet.status import read_heartbeat, render
+from fleet.switches import read_switches
 
 # The whole demo is bounded: it stops waiting after this long even if something is still live.
 DEMO_DEADLINE_S = 150
@@ -124,25 +125,12 @@ def file_samples(ctx: FleetContext) -> dict[str, int]:
 
 
 def idle(ctx: FleetContext) -> tuple[bool, str]:
-    """Idle only when no unit is live, nothing is planned, and nothing is parked for later (seed
-    001 §13: the pool closes only when nothing is waiting or in flight)."""
+    """The demo is done when the fleet is idle by the close rule (fleet.idle: no unit live,
+    nothing parked or in flight, nothing unchecked) AND nothing eligible is left to start."""
     snap = snapshot(ctx)
-    plan = select(snap)
-    live = sum(1 for w in snap.workers for u in w.units if u.live)
-    parked = in_flight = 0
-    for issue in snap.issues:
-        h = history(issue, snap.policy.identity)
-        due = parked_until(h)
-        if due is not None and due > snap.now:
-            parked += 1
-        if open_start(h) is not None:  # a start with no terminal yet: a run is still out
-            in_flight += 1
-    dark = sum(1 for w in snap.workers if not w.reachable)  # could-not-check is not idle
-    busy = live or plan.dispatch or parked or in_flight or dark
-    return (not busy), (
-        f"{live} live, {len(plan.dispatch)} eligible, {parked} parked, "
-        f"{in_flight} in flight, {dark} unprobed"
-    )
+    verdict = fleet_idle(snap)
+    planned = len(select(snap).dispatch)
+    return verdict.idle and not planned, f"{verdict.line()}; {planned} eligible"
 
 
 def run_demo(*, keep: bool = False, root: Path | None = None) -> int:
@@ -190,6 +178,7 @@ def run_demo(*, keep: bool = False, root: Path | None = None) -> int:
                 select(snap),
                 read_heartbeat(Path(ctx.inventory.state_dir)),
                 ctx.inventory.policy.timer_period_s,
+                switches=read_switches(ctx.inventory),
             )
         )
         closed = [i for i in ctx.board.list_issues() if not i.is_open]  # type: ignore[attr-defined]
