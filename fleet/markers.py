@@ -12,7 +12,8 @@ Rules implemented here, all pure:
   later** — a reopen outranks every older marker (D6), a release clears a latch;
 - the attempt count is derived from the issue's own markers since the last reopen/release, never
   from a state file (D1); a run whose terminal was a capacity death does not spend it (D8), nor does
-  one parked for a retry (it provably never started, D7) — those are counted as retries;
+  one parked for a retry (it provably never started, D7) — those are counted as retries — nor a
+  duplicate that oldest-wins repair stopped (one superseded marker gives one start back, D4);
 - the release token counts only at the start of a line (seed 003, MVV 9), so the template text
   that explains it does not release anything when quoted back;
 - rendering never produces a live closing keyword (D14).
@@ -253,6 +254,9 @@ def history(issue: Issue, identity: str | None = None) -> History:
         if terminal is not None and terminal.kind in (Kind.CAPACITY, Kind.PARKED):
             continue  # D8: a capacity death is not the work's failure; D7: a parked retry never ran
         attempts += 1
+    # Each superseded marker names one duplicate unit that oldest-wins repair stopped (D4): its
+    # start was the fleet's mistake, not an attempt at the work, so it is given back.
+    attempts = max(0, attempts - sum(1 for m in window if m.kind is Kind.SUPERSEDED))
     park = None
     for w in words:
         if w.marker is not None and w.marker.kind is Kind.PARK:

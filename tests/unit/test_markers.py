@@ -292,6 +292,8 @@ ATTEMPTS = {
     "garbled-counts": ([S, Kind.GARBLED], 1),
     "success-counts": ([S, Kind.SUCCESS, Kind.LEFT_OPEN], 1),
     "left-open-is-not-a-terminal": ([S, Kind.LEFT_OPEN, C], 0),
+    "a-superseded-duplicate-is-given-back": ([S, S, Kind.STOPPED, Kind.SUPERSEDED, F], 1),
+    "superseded-then-failed-again": ([S, S, Kind.STOPPED, Kind.SUPERSEDED, F, S, F], 2),
 }
 
 
