@@ -61,3 +61,5 @@ class RunExit(IntEnum):
     STALE = 70  # step 1: the runner's clone could not be synced, so it did not run (D11)
     CLOSEOUT_FAILED = 71  # step 8: the terminal marker could not be posted, even after a retry
     NO_START = 72  # step 4: the start marker could not be posted, so nothing ran
+    NO_CONFIG = 73  # the inventory, the worker's entry or the board could not be opened: nothing ran
+    CRASHED = 74  # an unexpected error escaped the runner: the traceback is in the unit's journal

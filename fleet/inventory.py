@@ -65,7 +65,7 @@ DEFAULT_PYTHON = "python3"  # the worker's interpreter for the runner
 # fmt: off
 TOP_KEYS = ("board", "lock", "halt", "policy", "state_dir", "workers")
 LOCAL_BOARD_KEYS = ("kind", "path", "origin", "identity")
-GITHUB_BOARD_KEYS = ("kind", "owner", "repo", "project_number", "identity", "token_env", "api_url",
+GITHUB_BOARD_KEYS = ("kind", "owner", "repo", "project_number", "identity", "token_env", "token_file", "api_url",
                      "status_field", "lane_field")
 LOCK_KEYS = ("path", "wait_s", "host")
 HALT_KEYS = ("file", "issue_title")
@@ -94,6 +94,10 @@ class GitHubConfig:
     repo: str
     project_number: int
     token_env: str = "GITHUB_TOKEN"  # the variable's NAME; the value is read at call time only
+    # Where a RUNNER reads the token when the variable is unset: a unit starts with a clean
+    # environment, and passing the token on systemd-run's command line would publish it in the
+    # process list and the unit's properties. A file on the worker, readable by its master only.
+    token_file: str = "~/.config/fleet/github-token"
     api_url: str = "https://api.github.com"
     status_field: str = "Status"  # predicate 1 reads this single-select field, never a label
     lane_field: str = "Lane"  # the project field that routes an item to a worker's lane (predicate 4)
@@ -342,6 +346,7 @@ def _board(top: _Node, base: Path) -> BoardConfig:
         repo=repo,
         project_number=node.integer("project_number", None),
         token_env=node.get("token_env", "GITHUB_TOKEN", "a variable NAME", _matches(_ENV_NAME)),
+        token_file=node.text("token_file", "~/.config/fleet/github-token"),
         api_url=node.get("api_url", "https://api.github.com", "an http(s) URL", _matches(_URL)),
         status_field=node.text("status_field", "Status"),
         lane_field=node.text("lane_field", "Lane"),

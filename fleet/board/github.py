@@ -23,6 +23,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -44,6 +45,23 @@ if TYPE_CHECKING:
 MAX_ITEMS = 10_000
 MAX_COMMENT_PAGES = 20  # older-comment pages for one issue() read: 2,000 comments
 EDGES_PER_QUERY = q.MAX_PAGE  # ids per nodes(ids:) call
+
+
+def _token_from_file(path: str) -> str:
+    """The token from ``path`` (``~`` expanded): the runner's source inside a unit, whose clean
+    environment has no token. A file others can read is refused, never used: the credential
+    decides who the fleet is (D18). Missing or empty reads as no token."""
+    p = Path(path).expanduser()
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return ""
+    if mode & 0o077:
+        raise BoardError(f"{p} is readable by others (mode {mode & 0o777:o}); chmod 600 it")
+    try:
+        return p.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise BoardError(f"{p}: cannot read the token: {exc.strerror}") from None
 
 
 class GitHubBoard:
@@ -84,11 +102,11 @@ class GitHubBoard:
         gh = cfg.github
         if cfg.kind != "github" or gh is None:
             raise BoardError(f"board kind is {cfg.kind!r}, not 'github'")
-        token = env.get(gh.token_env, "")
+        token = env.get(gh.token_env, "") or _token_from_file(gh.token_file)
         if not token:
             raise BoardError(
-                f"environment variable {gh.token_env} is empty or unset; it must "
-                "hold the GitHub token (docs/github.md)"
+                f"environment variable {gh.token_env} is empty or unset and {gh.token_file} holds "
+                "no token; one of them must hold the GitHub token (docs/github.md)"
             )
         return cls(
             owner=gh.owner,

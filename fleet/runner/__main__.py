@@ -12,8 +12,10 @@ import argparse
 import os
 import subprocess
 import sys
+import traceback
 
 from fleet.board import open_board
+from fleet.board.base import BoardError
 from fleet.exits import RunExit
 from fleet.inventory import InventoryError, load
 from fleet.runner.run import Runner
@@ -45,13 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     try:
         inv = load(args.inventory)
-    except InventoryError as exc:
-        print(f"fleet-runner: {exc}", file=sys.stderr)
-        return RunExit.STALE
+    except (InventoryError, OSError) as exc:
+        print(f"fleet-runner: inventory {args.inventory}: {exc}", file=sys.stderr)
+        return RunExit.NO_CONFIG
     worker = inv.worker(args.worker)
     if worker is None:
         print(f"fleet-runner: no worker {args.worker!r} in {args.inventory}", file=sys.stderr)
-        return RunExit.STALE
+        return RunExit.NO_CONFIG
     if worker.runner_clone and os.environ.get(REEXEC_ENV) != args.run_id:
         ok, detail = sync_self(worker.runner_clone, worker.runner_remote, args.run_id)
         if not ok:
@@ -73,8 +75,17 @@ def main(argv: list[str] | None = None) -> int:
             "fleet-runner: no runner_clone configured for this worker; running the installed fleet",
             file=sys.stderr,
         )
-    board = open_board(inv)
-    return Runner(inv, board, worker, args.issue, args.run_id).run()
+    try:
+        board = open_board(inv)
+    except BoardError as exc:
+        print(f"fleet-runner: the board cannot be opened: {exc}", file=sys.stderr)
+        return RunExit.NO_CONFIG
+    try:
+        return Runner(inv, board, worker, args.issue, args.run_id).run()
+    except Exception:  # exit 1 means "a failure marker was posted"; this posted nothing (D20)
+        traceback.print_exc()
+        print("fleet-runner: crashed; see the traceback above", file=sys.stderr)
+        return RunExit.CRASHED
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ against GitHub's schema and every answer it gives is shape-checked, inside each 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -345,10 +346,11 @@ def test_mentions_of_this_issue_are_read_then_marked_read(
     assert len(board.unread_mentions(other)) == 1
 
 
-def test_the_token_is_never_in_repr_or_errors(state: Replayer) -> None:
+def test_the_token_is_never_in_repr_or_errors(state: Replayer, tmp_path: Path) -> None:
     cfg = BoardConfig(kind="github", path=None, origin=None, identity="fleet-bot",
                       github=GitHubConfig(owner=state.owner, repo=state.repo, project_number=1,
-                                          token_env="FLEET_GH", api_url="https://api.github.test"))  # fmt: skip
+                                          token_env="FLEET_GH", api_url="https://api.github.test",
+                                          token_file=str(tmp_path / "none")))  # fmt: skip
     board = GitHubBoard.from_env(cfg, env={"FLEET_GH": TOKEN})
     assert TOKEN not in repr(board) and TOKEN not in repr(board._http)
     with pytest.raises(BoardError, match="FLEET_GH is empty or unset") as missing:
@@ -360,6 +362,25 @@ def test_the_token_is_never_in_repr_or_errors(state: Replayer) -> None:
     with pytest.raises(BoardUnreadable, match="Bad credentials") as bad:
         wrong.read()
     assert "ghp_wrong_token_value" not in str(bad.value)
+
+
+def test_a_runner_reads_the_token_from_its_private_file(state: Replayer, tmp_path: Path) -> None:
+    """A unit starts with a clean environment (the token must not ride on systemd-run's command
+    line), so the runner on a worker reads it from a file only its master can read."""
+    token_file = tmp_path / "github-token"
+    cfg = BoardConfig(kind="github", path=None, origin=None, identity="fleet-bot",
+                      github=GitHubConfig(owner=state.owner, repo=state.repo, project_number=1,
+                                          token_env="FLEET_GH", token_file=str(token_file)))  # fmt: skip
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o644)
+    with pytest.raises(BoardError, match="readable by others") as loose:
+        GitHubBoard.from_env(cfg, env={})
+    assert TOKEN not in str(loose.value)
+    token_file.chmod(0o600)
+    board = GitHubBoard.from_env(cfg, env={})
+    assert board._http._auth["Authorization"] == f"Bearer {TOKEN}"
+    other = GitHubBoard.from_env(cfg, env={"FLEET_GH": "ghp_from_env"})  # the variable wins
+    assert other._http._auth["Authorization"] == "Bearer ghp_from_env"
 
 
 def test_graphql_endpoint_on_github_and_enterprise_server() -> None:
