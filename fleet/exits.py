@@ -11,7 +11,7 @@ from enum import IntEnum
 
 class Exit(IntEnum):
     OK = 0  # launched, or the command did what it was asked
-    USAGE = 2  # bad arguments (invoke's own convention)
+    USAGE = 2  # a value the command refuses (a blank --reason, a bad --port); invoke itself exits 1 for an unknown flag
     INVENTORY = 3  # the inventory is malformed (file:line:col on stderr)
     # kill switches: checked before anything reaches the network
     HALTED_FILE = 10
@@ -35,7 +35,9 @@ class Exit(IntEnum):
     SUPERVISOR_FAILED = 43  # check 10: the supervisor failed, not a collision
     LOCK_TIMEOUT = 44  # another dispatcher held the fleet lock past the bounded wait
     NO_SUCH_WORKER = 45  # --worker names no worker in the inventory
-    HELD_OTHER_WORKER = 46  # checks 6/10: a live task-N on another worker or master (under the lock)
+    HELD_OTHER_WORKER = (
+        46  # checks 6/10: a live task-N on another worker or master (under the lock)
+    )
     ALL_DARK = 47  # check 4, no --worker: every reachable worker is capacity-dark
     NONE_REACHABLE = 48  # check 8, no --worker: no worker answered the probe
     CLAIM_UNCONFIRMED = 49  # check 10: the claim was sent but no answer came back; it may be live
@@ -61,5 +63,7 @@ class RunExit(IntEnum):
     STALE = 70  # step 1: the runner's clone could not be synced, so it did not run (D11)
     CLOSEOUT_FAILED = 71  # step 8: the terminal marker could not be posted, even after a retry
     NO_START = 72  # step 4: the start marker could not be posted, so nothing ran
-    NO_CONFIG = 73  # the inventory, the worker's entry or the board could not be opened: nothing ran
+    NO_CONFIG = (
+        73  # the inventory, the worker's entry or the board could not be opened: nothing ran
+    )
     CRASHED = 74  # an unexpected error escaped the runner: the traceback is in the unit's journal

@@ -91,6 +91,8 @@ def set_flag(inv_path: str | None, name: str, reason: str, author: str | None) -
     inv = inventory(inv_path)
     path = flag_path(inv, name)
     before = read_switch(name, path)
+    if before is not None and not reason.strip():
+        return before  # set again without a reason (drain --wait to watch): keep who and why
     s = write_switch(name, path, reason, operator(author))
     if before is not None:
         print(f"replaced: {describe(before)}")

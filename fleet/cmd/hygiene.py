@@ -11,14 +11,22 @@ from fleet.roles.repairer import RepairReport, repair
 from fleet.select import age_text
 
 
+def _mode(outcome: str, apply: bool) -> str:
+    """The header word: a held --apply only reported, so it must not say "apply"."""
+    if outcome == "held":
+        return "held (reporting only, a pause or halt is on)"
+    return "apply" if apply else "dry run"
+
+
 def reap_lines(report: ReapReport, apply: bool) -> list[str]:
     """The operator's view: what was (or would be) reaped and why, and what was not and why."""
-    mode = "apply" if apply else "dry run"
+    mode = _mode(report.outcome, apply)
     head = (
         f"{mode}: reaper threshold {age_text(report.threshold_s)} ({report.threshold_s}s); "
         f"{len(report.decisions)} open start(s) without a terminal"
     )
     lines = [head]
+    applied = apply and report.outcome != "held"
     if report.board_error:
         lines.append(f"  board unreadable: {report.board_error}")
     if report.lock_error:
@@ -28,7 +36,7 @@ def reap_lines(report: ReapReport, apply: bool) -> list[str]:
     for d in report.decisions:
         if d.state == REAP:
             done = d.issue in report.reaped
-            verb = "reaped" if done else ("would reap" if not apply else "not reaped")
+            verb = "reaped" if done else ("would reap" if not applied else "not reaped")
             lines.append(f"  #{d.issue}: {verb} — {d.why}")
         else:
             lines.append(f"  #{d.issue}: not reaped ({d.state}) — {d.why}")
@@ -38,8 +46,9 @@ def reap_lines(report: ReapReport, apply: bool) -> list[str]:
 
 def repair_lines(report: RepairReport, apply: bool) -> list[str]:
     """Who is (or would be) kept and why, and who is stopped."""
-    mode = "apply" if apply else "dry run"
+    mode = _mode(report.outcome, apply)
     lines = [f"{mode}: {len(report.decisions)} issue(s) with more than one live unit", f"  {ORDER}"]
+    applied = apply and report.outcome != "held"
     if report.lock_error:
         lines.append(f"  fleet lock: {report.lock_error}")
     for w in report.unchecked:
@@ -48,7 +57,7 @@ def repair_lines(report: RepairReport, apply: bool) -> list[str]:
         if d.keep is None:
             lines.append(f"  #{d.issue}: {d.why}")
             continue
-        verb = "stop" if apply else "would stop"
+        verb = "stop" if applied else "would stop"
         stops = ", ".join(who(u) for u in d.stop)
         lines.append(f"  #{d.issue}: keep {who(d.keep)}, {verb} {stops} — {d.why}")
     lines += [f"  {tag}: stopped, superseded marker posted" for tag in report.stopped]

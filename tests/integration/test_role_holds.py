@@ -67,3 +67,24 @@ def test_announce_is_held_by_a_pause(fleet: Fleet) -> None:
     remove_switch(flag_path(fleet.inventory, PAUSE))
     assert announce(fleet.ctx, apply=True).outcome == "filed"
     assert len(fleet.board.list_issues()) == 1  # type: ignore[attr-defined]
+
+
+def test_setting_drain_again_without_a_reason_keeps_who_and_why(fleet: Fleet) -> None:
+    from fleet.cmd.control import set_flag
+    from fleet.switches import DRAIN, read_switch
+
+    inv = str(fleet.inventory_path)
+    set_flag(inv, DRAIN, "kernel upgrade", "ops")
+    set_flag(inv, DRAIN, "", None)  # `invoke drain --wait 600` to watch it
+    again = read_switch(DRAIN, flag_path(fleet.inventory, DRAIN))
+    assert again is not None and (again.reason, again.author) == ("kernel upgrade", "ops")
+
+
+def test_a_held_apply_does_not_say_apply(fleet: Fleet) -> None:
+    from fleet.cmd.hygiene import reap_lines
+
+    n, late = _orphan(fleet)
+    write_switch(PAUSE, flag_path(fleet.inventory, PAUSE), "audit", author="ops")
+    with late:
+        lines = reap_lines(reap(late, apply=True), apply=True)
+    assert lines[0].startswith("held") and f"#{n}: would reap" in "\n".join(lines)
