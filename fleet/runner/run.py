@@ -128,7 +128,6 @@ class Runner:
         self.say(f"started at {iso(started_wall)} (worker clock), {iso(run_started_at)} (board)")
         for s in _SIGNALS:
             signal.signal(s, self._on_signal)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         log = self.run_dir / "agent.log"
         results = self.run_dir / "results.json"
         wt: Worktree | None = None
@@ -136,9 +135,11 @@ class Runner:
         timed_out = False
         failure: str | None = None
         try:
-            try:
+            try:  # inside the close-out's reach: a directory that cannot be made is a failure,
+                # named as such, never a crash that leaves the start marker alone (D12)
+                self.run_dir.mkdir(parents=True, exist_ok=True)
                 wt = make_worktree(self.worker, self.inventory, self.issue, self.run_id)  # 5
-            except WorktreeError as exc:
+            except (WorktreeError, OSError) as exc:
                 failure = f"workspace broken: {exc}"
             if wt is not None:
                 exit_code, timed_out = self._agent_run(issue.title, issue.body, wt, log, results)
