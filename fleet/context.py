@@ -76,6 +76,11 @@ class FleetContext:
                 self._supervisors[w.name] = s
         return s
 
+    def known_supervisor(self, name: str) -> Supervisor | None:
+        """The worker's supervisor if this command already has it (no round trip), else None."""
+        with self._guard:
+            return self._supervisors.get(name)
+
     def _install_notifier(self, t: Transport, w: WorkerConfig) -> None:
         """systemd's OnFailure= names a template unit that must exist for the master; install it
         (idempotent) the first time this command meets the worker. A failure only costs the

@@ -1,5 +1,6 @@
-"""``dispatch(issue)``: the only path to a launch (D15). The sweeper, ``invoke dispatch`` and the
-tests all call this function; a guard lives here or nowhere.
+"""``dispatch(issue)``: the only path to a launch (D15). ``invoke dispatch`` and the tests call this
+function; the sweeper calls ``dispatch_batch`` (below), which runs the same checks through the same
+functions and shares only their round trips across a batch. A guard lives here or nowhere.
 
 Seed 003's pre-flight, in its designed order — free local checks, then the network, then the one
 claim — so a refusal never leaves a mark for a run that never started (D6):
@@ -20,8 +21,11 @@ line naming the check; none writes to the board except check 3.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +33,7 @@ from fleet.board.base import BoardError, BoardPage, BoardUnreadable
 from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.halt import read_halt_file
-from fleet.inventory import WorkerConfig
+from fleet.inventory import Inventory, WorkerConfig
 from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
 from fleet.markers import Kind, history, render
 from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView
@@ -45,7 +49,7 @@ from fleet.select import (
 )
 from fleet.sync import SyncState, parse_sync, sync_command
 from fleet.transport import TransportError
-from fleet.units import ClaimCode, unit_name
+from fleet.units import Claim, ClaimCode, unit_name
 
 # Check 9 may fetch a large repository: bounded so one slow worker cannot hold a sweep.
 SYNC_TIMEOUT_S = 120.0
@@ -165,13 +169,22 @@ def _choose(ctx: FleetContext, issue: Issue, wanted: str | None) -> WorkerConfig
                 None, Exit.NO_SUCH_WORKER, f"no worker named {wanted!r} in the inventory"
             )
         return w
-    views = probe_fleet(ctx)
+    return _pick(ctx, issue, probe_fleet(ctx))
+
+
+def _pick(
+    ctx: FleetContext,
+    issue: Issue,
+    views: tuple[WorkerView, ...],
+    load: dict[str, int] | None = None,
+) -> WorkerConfig:
     pool = healthy(views)
     if not pool:
         if any(v.reachable for v in views):
             raise _Refused(4, Exit.ALL_DARK, "every reachable worker is capacity-dark")
         raise _Refused(8, Exit.NONE_REACHABLE, "no worker is reachable")
-    name, _why = choose_worker(issue, pool, live_load(views))  # the sweeper's own rule
+    load = live_load(views) if load is None else load
+    name, _why = choose_worker(issue, pool, load)  # the sweeper's own rule
     w = ctx.worker(name)
     assert w is not None
     return w
@@ -188,6 +201,11 @@ def _reach_and_capacity(ctx: FleetContext, w: WorkerConfig) -> WorkerView:
     view, warnings = probe_worker(ctx, w)
     for line in warnings:
         ctx.warn(f"fleet: {line}")
+    return _usable(ctx, w, view)
+
+
+def _usable(ctx: FleetContext, w: WorkerConfig, view: WorkerView) -> WorkerView:
+    """Checks 8 and 4 on one probe's answer for ``w``."""
     if view.reach is not Reach.OK:  # 8: three distinct codes; no token means nothing ran
         raise _Refused(
             8, _REACH_CODES[view.reach], f"worker {w.name}: {view.reach}: {view.detail}", w.name
@@ -237,6 +255,12 @@ def fleet_lock(ctx: FleetContext) -> FleetLock | RemoteFleetLock:
     return RemoteFleetLock(opener, str(cfg.path), wait_s=cfg.wait_s, stderr=ctx.stderr)  # type: ignore[arg-type]
 
 
+def inventory_arg(inv: Inventory) -> str:
+    """The inventory as a unit must name it: absolute, because a unit does not start in the
+    dispatcher's working directory — a relative path launched runners that could not read it."""
+    return os.path.abspath(inv.path)
+
+
 def runner_argv(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> list[str]:
     return [
         w.python,
@@ -249,7 +273,7 @@ def runner_argv(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> 
         "--run-id",
         run_id,
         "--inventory",
-        str(ctx.inventory.path),
+        inventory_arg(ctx.inventory),
     ]
 
 
@@ -270,25 +294,10 @@ def _claim(
     try:
         with fleet_lock(ctx) as lock:
             t_probe = time.monotonic()
-            views = probe_fleet(ctx)
-            for v in views:
-                if not v.reachable:  # could-not-check is not "no unit": say so, proceed (D5)
-                    ctx.warn(
-                        f"fleet: warning: worker {v.name} could not be probed for #{issue} "
-                        f"({v.detail}); proceeding on the rest of the fleet"
-                    )
-                    continue
-                live = _live(v.units, issue)
-                if live and v.name != w.name:  # 6: another worker or master holds it
-                    raise _Refused(
-                        6,
-                        Exit.HELD_OTHER_WORKER,
-                        f"task-{issue} is live on {v.name} (master {live[0].master})",
-                        v.name,
-                    )
+            _no_live_run(ctx, probe_fleet(ctx), issue, w)
             env = {
                 "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
-                "FLEET_INVENTORY": str(inv.path),
+                "FLEET_INVENTORY": inventory_arg(inv),
                 "FLEET_RUN_ID": run_id,
             }
             claim = ctx.supervisor(w).start(
@@ -310,6 +319,32 @@ def _claim(
             f"worker {w.name}: the claim got no answer ({exc}); task-{issue} may be live there",
             w.name,
         ) from None
+    return _claimed(claim, w)
+
+
+def _no_live_run(
+    ctx: FleetContext, views: tuple[WorkerView, ...], issue: int, w: WorkerConfig
+) -> None:
+    """Check 6 on a probe taken under the fleet lock."""
+    for v in views:
+        if not v.reachable:  # could-not-check is not "no unit": say so, proceed (D5)
+            ctx.warn(
+                f"fleet: warning: worker {v.name} could not be probed for #{issue} "
+                f"({v.detail}); proceeding on the rest of the fleet"
+            )
+            continue
+        live = _live(v.units, issue)
+        if live and v.name != w.name:  # 6: another worker or master holds it
+            raise _Refused(
+                6,
+                Exit.HELD_OTHER_WORKER,
+                f"task-{issue} is live on {v.name} (master {live[0].master})",
+                v.name,
+            )
+
+
+def _claimed(claim: Claim, w: WorkerConfig) -> Unit | None:
+    """Check 10's answer: the launched unit, or the refusal with the claim's own code."""
     if claim.code is ClaimCode.LAUNCHED:
         return claim.unit
     code = {ClaimCode.HELD_LIVE: Exit.HELD_LIVE, ClaimCode.HELD_FINISHED: Exit.HELD_FINISHED}.get(
@@ -386,3 +421,261 @@ def dispatch(
     return DispatchResult(
         issue, "launched", None, Exit.OK, started, w.name, unit_name(issue), run_id, timings
     )
+
+
+# -- several dispatches, one probe and one lock hold ------------------------------------------------
+
+
+# Claims in flight at once on one worker's connection, under the lock. Each is one round trip that
+# mostly waits on the worker (systemd-run -p Type=exec returns after the exec), so the hold shrinks
+# with this; sshd refuses an eleventh session on one connection (MaxSessions 10), and the probes of
+# a concurrent command may share the connection too, so 4 leaves room.
+CLAIMS_PER_WORKER = 4
+
+
+@dataclass(frozen=True)
+class Request:
+    """One dispatch of a batch: ``dispatch(ctx, issue, worker=worker, run_id=run_id)``."""
+
+    issue: int
+    worker: str | None = None
+    run_id: str | None = None
+
+
+@dataclass
+class _Going:
+    """A request that has passed every check so far, and what the checks found."""
+
+    at: int  # its index in the batch
+    issue: int
+    run_id: str
+    w: WorkerConfig | None = None
+    view: WorkerView | None = None
+
+
+def _refusal(r: _Refused, issue: int, run_id: str, worker: str | None) -> DispatchResult:
+    return DispatchResult(
+        issue, "refused", r.check, r.code, r.reason, r.worker or worker, unit_name(issue), run_id
+    )
+
+
+def dispatch_batch(
+    ctx: FleetContext,
+    requests: Sequence[Request],
+    *,
+    page: BoardPage | None = None,
+    ignore_ci: bool = False,
+) -> list[DispatchResult]:
+    """Several dispatches sharing the pre-flight's round trips; one result per request, in order.
+
+    Every check of :func:`dispatch` runs, in the same order and with the same codes, through the
+    same functions; what is shared is only what would give the same answer for every request of
+    the batch within the same second: the kill switches and CI (read once), ONE probe of the fleet
+    that answers check 8 and 4 for every chosen worker, ONE sync of each worker's clone (check 9),
+    and ONE hold of the fleet lock across ONE duplicate probe and every claim (checks 6 and 10).
+    That is still D4's guarantee: no other dispatcher can claim between the probe and the claims,
+    and the unit name refuses a second start of an issue on the same master. Two requests for one
+    issue are never in one hold: the later one runs after, and its probe sees the first's unit.
+    """
+    seen: set[int] = set()
+    firsts, later = [], []
+    for i, req in enumerate(requests):
+        (later if req.issue in seen else firsts).append(i)
+        seen.add(req.issue)
+    results: dict[int, DispatchResult] = dict(
+        zip(firsts, _batch(ctx, [requests[i] for i in firsts], page, ignore_ci), strict=True)
+    )
+    if later:
+        again = dispatch_batch(ctx, [requests[i] for i in later], page=page, ignore_ci=ignore_ci)
+        results.update(zip(later, again, strict=True))
+    return [results[i] for i in range(len(requests))]
+
+
+def _batch(
+    ctx: FleetContext, requests: Sequence[Request], page: BoardPage | None, ignore_ci: bool
+) -> list[DispatchResult]:
+    began = time.monotonic()
+    out: dict[int, DispatchResult] = {}
+    going = [_Going(i, r.issue, r.run_id or new_run_id()) for i, r in enumerate(requests)]
+
+    def refuse(g: _Going, r: _Refused) -> None:
+        out[g.at] = _refusal(r, g.issue, g.run_id, g.w.name if g.w else requests[g.at].worker)
+
+    def refuse_all(r: _Refused) -> None:
+        for g in going:
+            refuse(g, r)
+        going.clear()
+
+    try:
+        if page is None:
+            try:
+                page = ctx.board.read()
+            except BoardUnreadable as exc:
+                raise _Refused(1, Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
+        _kill_switches(ctx, page)
+    except _Refused as r:
+        refuse_all(r)
+    issues: dict[int, Issue] = {}
+    for g in list(going):
+        try:
+            issues[g.at] = _the_issue(ctx, g.issue, False)
+        except _Refused as r:
+            refuse(g, r)
+            going.remove(g)
+        except BoardError as exc:
+            refuse(g, _Refused(3, Exit.WRITE_FAILED, f"board write failed: {exc}"))
+            going.remove(g)
+    if going:
+        try:
+            _ci(ctx, ignore_ci)
+        except _Refused as r:
+            refuse_all(r)
+    if going:  # 8 and 4: one probe of the fleet answers for every chosen worker
+        views = probe_fleet(ctx)
+        by_name = {v.name: v for v in views}
+        load = live_load(views)
+        for g in list(going):
+            wanted = requests[g.at].worker
+            try:
+                if wanted is None:
+                    g.w = _pick(ctx, issues[g.at], views, load)
+                    load[g.w.name] += 1
+                else:
+                    g.w = _choose(ctx, issues[g.at], wanted)
+                g.view = _usable(ctx, g.w, by_name[g.w.name])
+            except _Refused as r:
+                refuse(g, r)
+                going.remove(g)
+    _sync_once(ctx, going, refuse)
+    if going:
+        _claim_batch(ctx, going, refuse, out, began=began, size=len(requests))
+    return [out[i] for i in range(len(requests))]
+
+
+def _by_worker(going: list[_Going]) -> dict[str, list[_Going]]:
+    groups: dict[str, list[_Going]] = {}
+    for g in going:
+        assert g.w is not None
+        groups.setdefault(g.w.name, []).append(g)
+    return groups
+
+
+def _sync_once(
+    ctx: FleetContext, going: list[_Going], refuse: Callable[[_Going, _Refused], None]
+) -> None:
+    """Check 9 once per worker (in parallel): every run of the batch starts from that sync."""
+    groups = _by_worker(going)
+
+    def one(gs: list[_Going]) -> _Refused | None:
+        assert gs[0].w is not None
+        try:
+            _sync(ctx, gs[0].w, gs[0].issue, gs[0].run_id)
+        except _Refused as r:
+            return r
+        return None
+
+    if not groups:
+        return
+    with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+        answers = list(pool.map(one, groups.values()))
+    for gs, r in zip(groups.values(), answers, strict=True):
+        if r is not None:
+            for g in gs:
+                refuse(g, r)
+                going.remove(g)
+
+
+def _claim_batch(
+    ctx: FleetContext,
+    going: list[_Going],
+    refuse: Callable[[_Going, _Refused], None],
+    out: dict[int, DispatchResult],
+    *,
+    began: float,
+    size: int,
+) -> None:
+    """Checks 6 and 10 for the whole batch under ONE hold of the fleet lock: one probe, then the
+    claims, at most ``CLAIMS_PER_WORKER`` at a time on each worker's one connection."""
+    inv = ctx.inventory
+    live_at: dict[int, float] = {}
+    units: dict[int, Unit | None] = {}
+
+    def start(g: _Going) -> None:
+        w, view = g.w, g.view
+        assert w is not None and view is not None
+        env = {
+            "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
+            "FLEET_INVENTORY": inventory_arg(inv),
+            "FLEET_RUN_ID": g.run_id,
+        }
+        try:
+            claim = ctx.supervisor(w).start(
+                g.issue, runner_argv(ctx, w, g.issue, g.run_id), env=env, max_run_s=w.max_run_s
+            )
+            live_at[g.at] = time.monotonic()
+            units[g.at] = _claimed(claim, w)
+        except TransportError as exc:
+            ctx.forget(w.name)
+            # The start may have reached the worker before the connection broke (D20).
+            refuse(
+                g,
+                _Refused(
+                    10,
+                    Exit.CLAIM_UNCONFIRMED,
+                    f"worker {w.name}: the claim got no answer ({exc}); "
+                    f"task-{g.issue} may be live there",
+                    w.name,
+                ),
+            )
+        except _Refused as r:
+            refuse(g, r)
+
+    t_lock = time.monotonic()
+    try:
+        with fleet_lock(ctx) as lock:
+            t_probe = time.monotonic()
+            views = probe_fleet(ctx, units_only=True)  # 8 and 4 ran for the batch already
+            for g in list(going):
+                assert g.w is not None
+                try:
+                    _no_live_run(ctx, views, g.issue, g.w)
+                except _Refused as r:
+                    refuse(g, r)
+                    going.remove(g)
+            lanes = [
+                gs[i::CLAIMS_PER_WORKER]
+                for gs in _by_worker(going).values()
+                for i in range(min(len(gs), CLAIMS_PER_WORKER))
+            ]
+            if lanes:
+                with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+                    list(pool.map(lambda lane: [start(g) for g in lane], lanes))
+    except LockTimeout as exc:
+        for g in going:
+            refuse(g, _Refused(10, Exit.LOCK_TIMEOUT, str(exc)))
+        return
+    held, waited = lock.report.held_s or 0.0, lock.report.waited_s
+    for g in going:
+        if g.at in out:  # refused at its claim
+            continue
+        assert g.w is not None
+        unit = units.get(g.at)
+        timings = {
+            "probe_to_live_s": live_at[g.at] - t_probe,
+            "lock_held_s": held,
+            "lock_wait_s": waited,
+            "preflight_s": t_lock - began,  # the batch's checks before the lock, shared
+            "batch": float(size),
+        }
+        started = f"start {unit.start_us} µs monotonic" if unit is not None else "started"
+        out[g.at] = DispatchResult(
+            g.issue,
+            "launched",
+            None,
+            Exit.OK,
+            started,
+            g.w.name,
+            unit_name(g.issue),
+            g.run_id,
+            timings,
+        )

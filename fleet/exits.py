@@ -44,6 +44,7 @@ class Exit(IntEnum):
     # the queue and the journal
     BOARD_UNREADABLE = 50  # the one fail-closed guard (D5), for --apply
     WRITE_FAILED = 51  # a board write did not take ("no work exists" is 0, never this)
+    SWEEP_CRASHED = 52  # an error escaped a sweep: the heartbeat names it, stderr traces it
     NOTHING_TO_REPLAY = 58  # replay read the trace and found no replayable event in it
     TRACE_UNREADABLE = 59  # replay: a missing file, or a malformed line (file:line on stderr)
     REPLAY_DIFFERS = 60  # replay found a decision that differs from the recorded one
@@ -66,4 +67,4 @@ class RunExit(IntEnum):
     NO_CONFIG = (
         73  # the inventory, the worker's entry or the board could not be opened: nothing ran
     )
-    CRASHED = 74  # an unexpected error escaped the runner: the traceback is in the unit's journal
+    CRASHED = 74  # an unexpected error escaped the runner (journal has the traceback); no terminal

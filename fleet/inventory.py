@@ -100,7 +100,9 @@ class GitHubConfig:
     token_file: str = "~/.config/fleet/github-token"
     api_url: str = "https://api.github.com"
     status_field: str = "Status"  # predicate 1 reads this single-select field, never a label
-    lane_field: str = "Lane"  # the project field that routes an item to a worker's lane (predicate 4)
+    lane_field: str = (
+        "Lane"  # the project field that routes an item to a worker's lane (predicate 4)
+    )
 
 
 @dataclass(frozen=True)

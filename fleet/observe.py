@@ -1,13 +1,19 @@
 """Observe: read the board once and probe the fleet once into a frozen Snapshot (seed 001, step 1).
 
-Each worker is probed in parallel: check 8's three-token reach probe and the capacity file in one
-round trip, then the supervisor's unit list. A worker that cannot be probed is UNREACHABLE with the
-reason — could-not-check, never "no units" (D20) — and a reaper must not read its silence as absence.
+Each worker is probed in parallel: check 8's three-token reach probe, the worker's PATH, the
+capacity file and the supervisor's unit list, in ONE round trip per worker once this command knows
+the worker's supervisor (the first probe of a worker makes it: a reach round trip, then the
+supervisor's own probe, so nothing is detected or installed on a worker that cannot be reached).
+The fold matters because the dispatch path probes the whole fleet under the fleet lock for every
+launch (D4): each round trip saved there is saved once per launch (docs/performance.md). A worker
+that cannot be probed is UNREACHABLE with the reason — could-not-check, never "no units" (D20) — and
+a reaper must not read its silence as absence.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -15,16 +21,22 @@ from fleet.board.base import BoardPage, BoardUnreadable
 from fleet.context import FleetContext
 from fleet.halt import read_halt_file
 from fleet.inventory import WorkerConfig
-from fleet.model import Capacity, Reach, Snapshot, WorkerView
+from fleet.model import Capacity, CapacitySource, Reach, Snapshot, Unit, WorkerView
 from fleet.runner.capacity import CAPACITY_FILE, parse_capacity
-from fleet.transport import TransportError, parse_reach, reach_command, remote_path
-from fleet.units import SupervisorError
+from fleet.transport import RunResult, TransportError, parse_reach, reach_command, remote_path
+from fleet.units import PortableSupervisor, Supervisor, SupervisorError, SystemdSupervisor
+from fleet.units import portable as portable_units
+from fleet.units import systemd as systemd_units
 
 _PATH_MARK = "fleet-path:"  # the worker's repaired PATH follows on the same line
 _CAPACITY_MARK = "fleet-capacity:"  # the line after which the worker's capacity file follows
 # One probe may not hang a sweep: a worker that does not answer in this long is unreachable.
 # 15 s is 100x the measured cold SSH connect (ssh-lock-facts.md: ~120-180 ms).
 PROBE_TIMEOUT_S = 15.0
+# The folded probe also lists units: the supervisors' own probe bound (30 s), the larger of the two.
+FOLDED_PROBE_TIMEOUT_S = max(PROBE_TIMEOUT_S, systemd_units.PROBE_TIMEOUT_S)
+_UNITS_MARK = "fleet-units:"  # the supervisor's probe output follows, up to the end line
+_UNITS_END = "fleet-units-end rc="  # its exit status follows on the same line
 
 
 def runner_check(w: WorkerConfig) -> str:
@@ -34,12 +46,56 @@ def runner_check(w: WorkerConfig) -> str:
     return f"{shlex.quote(w.python)} -c {shlex.quote(code)}"
 
 
-def probe_command(w: WorkerConfig) -> str:
+def probe_command(w: WorkerConfig, *, units: str | None = None) -> str:
+    """Check 8's reach probe, the PATH, then (folded) ``units`` — a supervisor's probe command, run
+    in a subshell so its own ``exit`` ends only itself — then the capacity file. Exits 0."""
     cap = f"{remote_path(w.state_dir)}/{CAPACITY_FILE}"
+    folded = (
+        f"echo {_UNITS_MARK}; ( {units}\n); fleet_units_rc=$?; "
+        f'echo; echo "{_UNITS_END}$fleet_units_rc"; '
+        if units
+        else ""
+    )
     return (
         reach_command(state_dir=w.state_dir, runner_check=runner_check(w))
-        + f'echo "{_PATH_MARK}$PATH"; echo {_CAPACITY_MARK}; cat -- {cap} 2>/dev/null; exit 0'
+        + f'echo "{_PATH_MARK}$PATH"; '
+        + folded
+        + f"echo {_CAPACITY_MARK}; cat -- {cap} 2>/dev/null; exit 0"
     )
+
+
+def split_units(head: str, stderr: str = "") -> RunResult:
+    """The folded supervisor probe's own output and exit status, cut out of the probe's output
+    before the capacity mark. Missing marks read as a probe that printed nothing and failed, which
+    every supervisor parser turns into SupervisorError (could-not-check, D20). Pure."""
+    lines = head.splitlines()
+    try:
+        start = lines.index(_UNITS_MARK)
+    except ValueError:
+        return RunResult(-1, "", stderr)
+    for i in range(len(lines) - 1, start, -1):
+        rc = lines[i].removeprefix(_UNITS_END)
+        if rc != lines[i] and rc.lstrip("-").isdigit():
+            return RunResult(int(rc), "\n".join(lines[start + 1 : i]) + "\n", stderr)
+    return RunResult(-1, "", stderr)
+
+
+UnitParser = Callable[[RunResult], tuple[Unit, ...]]
+
+
+def folded_unit_probe(sup: Supervisor) -> tuple[str, UnitParser] | None:
+    """A supervisor's unit probe as (command, parser), to ride in the reach round trip; None for a
+    supervisor of a kind not known here, which then probes in its own round trip."""
+    if isinstance(sup, SystemdSupervisor):
+        worker, master = sup.worker, sup.master
+        return systemd_units.build_probe_command(), lambda r: systemd_units.parse_probe(
+            r, worker=worker, master=master
+        )
+    if isinstance(sup, PortableSupervisor):
+        worker, master = sup.worker, sup.master
+        command = portable_units.build_probe_command(python=sup.python, state_dir=sup.state_dir)
+        return command, lambda r: portable_units.parse_probe(r, worker=worker, master=master)
+    return None
 
 
 def split_probe(stdout: str) -> tuple[str, str, str | None]:
@@ -58,15 +114,19 @@ def split_probe(stdout: str) -> tuple[str, str, str | None]:
 def probe_worker(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[str]]:
     """One worker as this cycle sees it, and the warnings the probe produced (fail-open notes)."""
     warnings: list[str] = []
+    known = ctx.known_supervisor(w.name)
+    fold = folded_unit_probe(known) if known is not None else None
+    command = probe_command(w, units=fold[0] if fold else None)
     try:
-        result = ctx.transport(w).run(probe_command(w), timeout=PROBE_TIMEOUT_S)
+        timeout = FOLDED_PROBE_TIMEOUT_S if fold else PROBE_TIMEOUT_S
+        result = ctx.transport(w).run(command, timeout=timeout)
     except TransportError as exc:
         ctx.forget(w.name)
         return WorkerView(w.name, w.lane, Reach.UNREACHABLE, detail=str(exc)), warnings
     reach, why = parse_reach(result)
     if reach is not Reach.OK:
         return WorkerView(w.name, w.lane, reach, detail=why), warnings
-    _, path, cap_text = split_probe(result.stdout)
+    head, path, cap_text = split_probe(result.stdout)
     capacity: Capacity | None = None
     if cap_text is not None:
         capacity, warning = parse_capacity(
@@ -74,8 +134,20 @@ def probe_worker(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[s
         )
         if warning:
             warnings.append(warning)
+        # D8 property 3: a clock clears a rate limit (never a revocation). Past its stated reset
+        # the worker takes work again; the file stays until that work's clean run deletes it.
+        if (
+            capacity is not None
+            and capacity.source is CapacitySource.RATE_LIMIT
+            and capacity.reset_at is not None
+            and capacity.reset_at <= ctx.clock()
+        ):
+            capacity = None
     try:
-        units = ctx.supervisor(w).probe()
+        if fold is not None:
+            units = fold[1](split_units(head, result.stderr))
+        else:
+            units = ctx.supervisor(w).probe()
     except (SupervisorError, TransportError) as exc:
         ctx.forget(w.name)
         return WorkerView(
@@ -84,15 +156,38 @@ def probe_worker(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[s
     return WorkerView(w.name, w.lane, Reach.OK, capacity, tuple(units), path=path), warnings
 
 
+def probe_units(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[str]]:
+    """Only the worker's unit list, when this command knows its supervisor: the view's reach is OK
+    when the list was read, UNREACHABLE when it could not be (D20); no PATH, no capacity, no
+    check 8. A worker met for the first time gets the whole :func:`probe_worker`."""
+    sup = ctx.known_supervisor(w.name)
+    if sup is None:
+        return probe_worker(ctx, w)
+    try:
+        units = sup.probe()
+    except (SupervisorError, TransportError) as exc:
+        ctx.forget(w.name)
+        return WorkerView(w.name, w.lane, Reach.UNREACHABLE, detail=f"unit probe failed: {exc}"), []
+    return WorkerView(w.name, w.lane, Reach.OK, None, tuple(units)), []
+
+
 def probe_fleet(
-    ctx: FleetContext, workers: tuple[WorkerConfig, ...] | None = None
+    ctx: FleetContext,
+    workers: tuple[WorkerConfig, ...] | None = None,
+    *,
+    units_only: bool = False,
 ) -> tuple[WorkerView, ...]:
-    """Probe every worker in parallel (I/O-bound: one thread per worker, bounded by the fleet)."""
+    """Probe every worker in parallel (I/O-bound: one thread per worker, bounded by the fleet).
+
+    ``units_only``: :func:`probe_units` — for a duplicate check under the fleet lock whose checks 8
+    and 4 already ran; the runner check alone is most of a full probe's worker CPU (~30 of ~54 ms
+    measured on the harness)."""
     todo = workers if workers is not None else ctx.inventory.workers
     if not todo:
         return ()
+    probe = probe_units if units_only else probe_worker
     with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-        results = list(pool.map(lambda w: probe_worker(ctx, w), todo))
+        results = list(pool.map(lambda w: probe(ctx, w), todo))
     for _, warnings in results:
         for line in warnings:
             ctx.warn(f"fleet: {line}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def _unopenable(inv: str | None, apply: bool, message: str) -> None:
     invy = inventory(inv)
     code = Exit.BOARD_UNREADABLE if apply else Exit.OK
     report = TickReport("failed", Plan(board_error=message), exit=code)
-    write_heartbeat(Path(invy.state_dir), report, datetime.now(UTC))
+    write_heartbeat(Path(invy.state_dir), report, datetime.now(UTC), apply=apply)
     if apply:
         raise fail(code, message)
     print(f"dry run: {message}")
@@ -44,7 +45,11 @@ def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
         _unopenable(inv, apply, str(exc.message))
         return
     with ctx:
-        report = tick(ctx, apply=apply)
+        try:
+            report = tick(ctx, apply=apply)
+        except Exception as exc:  # the heartbeat already says "crashed"; so does the exit code
+            traceback.print_exc()
+            raise fail(Exit.SWEEP_CRASHED, f"sweep crashed: {exc!r}") from None
         plan = report.plan
         if as_json_:
             emit_json(

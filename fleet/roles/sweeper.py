@@ -17,13 +17,23 @@ from pathlib import Path
 from fleet import cost
 from fleet.board.base import BoardPage
 from fleet.context import FleetContext
-from fleet.dispatch import DispatchResult, dispatch
+from fleet.dispatch import DispatchResult
 from fleet.engine import Failure, FileClaims, Result, Tier, drain
 from fleet.exits import Exit
 from fleet.model import Dispatch, Plan, Snapshot, iso
 from fleet.observe import read_page, snapshot
+from fleet.roles.batcher import Batcher
 from fleet.select import select
+from fleet.switches import read_switches
 from fleet.trace import Trace, to_jsonable
+
+# Dispatch calls in flight in one tick (the engine's pool; D13: it bounds calls, never runs). The
+# calls waiting together share one batch's probes and one hold of the fleet lock (batcher.py).
+# Measured on the harness, 200 launches over 5 masters on a busy 2-core box: pool 32 -> batches of
+# 32, 60 ms of worker CPU per launch; 64 -> ~51 ms; 200 -> 48 ms with the lock held 5.3 s per
+# batch. 64 holds it ~2.7 s (docs/performance.md), well inside the 30 s a waiting dispatcher
+# allows (lock.wait_s).
+SWEEP_POOL = 64
 
 # Refusals that clear by themselves within a sweep or two: the engine's "retry" class.
 _RETRYABLE = {Exit.LOCK_TIMEOUT, Exit.HELD_FINISHED, Exit.UNREACHABLE, Exit.CLONE_UNSYNCED}
@@ -62,10 +72,11 @@ def classify(r: DispatchResult) -> Failure | None:
 
 @dataclass
 class TickReport:
-    outcome: str  # dispatched | idle | halted | failed | dry-run
+    outcome: str  # dispatched | idle | halted | paused | draining | failed | crashed | dry-run
     plan: Plan
     results: list[DispatchResult] = field(default_factory=list)
     exit: Exit = Exit.OK
+    error: str = ""  # a crashed sweep's exception, in one line
 
     def counts(self) -> dict[str, int]:
         launched = sum(1 for r in self.results if r.launched)
@@ -86,6 +97,8 @@ class Sweeper:
         self.snap: Snapshot | None = None
         self.plan: Plan = Plan()
         self.results: list[DispatchResult] = []
+        self.hold: str | None = None  # "paused" | "draining": plan, dispatch nothing
+        self.batcher = Batcher(ctx)
 
     # the six methods
     def name(self) -> str:
@@ -115,7 +128,7 @@ class Sweeper:
             snapshot=to_jsonable(snap),
             plan=to_jsonable(self.plan),
         )
-        if not self.apply or self.plan.board_error or self.plan.halts:
+        if not self.apply or self.hold or self.plan.board_error or self.plan.halts:
             return ()
         return self.plan.dispatch
 
@@ -123,7 +136,7 @@ class Sweeper:
         return Tier.DISPATCH  # holds never reach the queue: select() named them already
 
     def dispatch(self, item: Dispatch) -> Result:
-        r = dispatch(self.ctx, item.issue, worker=item.worker, page=self.page)
+        r = self.batcher.dispatch(item.issue, worker=item.worker, page=self.page)
         self.results.append(r)
         return Result(r.launched, r.line(), classify(r), r.to_json())
 
@@ -135,10 +148,18 @@ class Sweeper:
         return False  # one tick per call; the timer is the loop
 
 
-def write_heartbeat(state_dir: Path, report: TickReport, now: datetime) -> Path:
+HEARTBEAT = (
+    "heartbeat.json"  # the timer's sweeps (--apply): what fleet-status and the announcer read
+)
+# A hand-run dry run writes its own file: refreshing the timer's heartbeat from a terminal would
+# hide a stopped timer for two periods, the very outage the heartbeat exists to show (D14).
+DRY_RUN_HEARTBEAT = "heartbeat.dry-run.json"
+
+
+def write_heartbeat(state_dir: Path, report: TickReport, now: datetime, *, apply: bool) -> Path:
     """Written on every exit path, atomically; fleet-status shows its age and outcome."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / "heartbeat.json"
+    path = state_dir / (HEARTBEAT if apply else DRY_RUN_HEARTBEAT)
     tmp = path.with_name(f".heartbeat.{os.getpid()}")
     tmp.write_text(
         json.dumps(
@@ -148,6 +169,7 @@ def write_heartbeat(state_dir: Path, report: TickReport, now: datetime) -> Path:
                 "counts": report.counts(),
                 "exit": int(report.exit),
                 "summary": report.plan.summary(),
+                **({"error": report.error} if report.error else {}),
             }
         )
         + "\n",
@@ -162,9 +184,19 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
     state = Path(ctx.inventory.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
     sweeper = Sweeper(ctx, trace, apply=apply)
-    report = TickReport("failed", Plan(), exit=Exit.WRITE_FAILED)
+    switches = read_switches(ctx.inventory)
+    # A paused tick decides only cancels (seed 001 §10); a draining one starts nothing new. Both
+    # still observe and plan, so the heartbeat and the trace say what is waiting.
+    held = "paused" if switches.pause else ("draining" if switches.drain else None)
+    sweeper.hold = held if apply else None
+    report = TickReport("crashed", Plan(), exit=Exit.SWEEP_CRASHED)
     try:
-        drain(sweeper, FileClaims(state / "claims"), trace, pool=4, key=lambda d: str(d.issue))
+        claims = FileClaims(state / "claims")
+        try:
+            drain(sweeper, claims, trace, pool=SWEEP_POOL, key=lambda d: str(d.issue))
+        except Exception as exc:  # named in the heartbeat, then raised: a traceback is a bug
+            report = TickReport("crashed", sweeper.plan, exit=Exit.SWEEP_CRASHED, error=repr(exc))
+            raise
         plan = sweeper.plan
         if plan.board_error:
             # D5: the one fail-closed guard — only for --apply; a dry run reports and exits 0.
@@ -174,10 +206,12 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
             report = TickReport("halted", plan, exit=Exit.OK)
         elif not apply:
             report = TickReport("dry-run", plan)
+        elif sweeper.hold:
+            report = TickReport(sweeper.hold, plan)
         elif sweeper.results:
             report = TickReport("dispatched", plan, sweeper.results)
         else:
             report = TickReport("idle", plan)
         return report
     finally:
-        write_heartbeat(state, report, ctx.clock())
+        write_heartbeat(state, report, ctx.clock(), apply=apply)

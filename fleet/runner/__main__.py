@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         return RunExit.NO_CONFIG
     try:
         return Runner(inv, board, worker, args.issue, args.run_id).run()
-    except Exception:  # exit 1 means "a failure marker was posted"; a crash claims no terminal (D20)
+    except (
+        Exception
+    ):  # exit 1 means "a failure marker was posted"; a crash claims no terminal (D20)
         traceback.print_exc()
         print("fleet-runner: crashed; see the traceback above", file=sys.stderr)
         return RunExit.CRASHED

@@ -33,6 +33,7 @@ from fleet.roles.announcer import AnnounceReport, announce
 from fleet.roles.sweeper import tick
 from fleet.runner.capacity import capacity_path, write_capacity
 from fleet.select import HELD
+from fleet.switches import PAUSE, flag_path, remove_switch, write_switch
 from fleet.trace import read_trace
 from tests.integration.test_dispatch import Fleet, all_comments, make_fleet, write_fleet_inventory
 
@@ -91,8 +92,14 @@ def later(f: Fleet, seconds: float) -> FleetContext:
 
 
 def beat(f: Fleet) -> None:
-    """A real sweep (dry run) writes the real heartbeat file, as the timer's sweeper does."""
-    assert tick(f.ctx, apply=False).outcome == "dry-run"
+    """A real --apply sweep writes the real heartbeat file, as the timer's sweeper does (a dry run
+    writes its own file); a pause keeps it from launching this test's issues."""
+    pause = flag_path(f.inventory, PAUSE)
+    write_switch(PAUSE, pause, "test: heartbeat only", author="test")
+    try:
+        assert tick(f.ctx, apply=True).outcome == "paused"
+    finally:
+        remove_switch(pause)
 
 
 def tombstone(board: Board, title: str = "Add a greeting") -> int:

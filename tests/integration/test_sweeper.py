@@ -15,7 +15,8 @@ from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.halt import write_halt_file
 from fleet.markers import Kind
-from fleet.roles.sweeper import tick
+from fleet.roles.sweeper import DRY_RUN_HEARTBEAT, HEARTBEAT, tick
+from fleet.switches import DRAIN, PAUSE, flag_path, write_switch
 from fleet.trace import read_trace
 from tests.integration.test_dispatch import Fleet, all_comments, has_marker, make_fleet, wait_for
 
@@ -31,8 +32,9 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         f.ctx.close()
 
 
-def _heartbeat(f: Fleet) -> dict[str, object]:
-    return json.loads((Path(f.inventory.state_dir) / "heartbeat.json").read_text())
+def _heartbeat(f: Fleet, apply: bool = True) -> dict[str, object]:
+    name = HEARTBEAT if apply else DRY_RUN_HEARTBEAT
+    return json.loads((Path(f.inventory.state_dir) / name).read_text())
 
 
 def test_an_empty_board_is_idle_and_says_so(fleet: Fleet) -> None:
@@ -78,4 +80,44 @@ def test_an_unreadable_board_fails_closed_only_for_apply(
         report = tick(ctx, apply=apply)
     assert (report.outcome, report.exit) == ("failed", code)
     assert report.plan.board_error and not report.results
-    assert _heartbeat(fleet)["outcome"] == "failed"
+    assert _heartbeat(fleet, apply)["outcome"] == "failed"
+
+
+@pytest.mark.parametrize(("switch", "outcome"), [(PAUSE, "paused"), (DRAIN, "draining")])
+def test_a_paused_or_draining_sweep_plans_dispatches_nothing_and_says_so(
+    fleet: Fleet, switch: str, outcome: str
+) -> None:
+    n = fleet.board.create_issue("Add a greeting")
+    write_switch(switch, flag_path(fleet.inventory, switch), "maintenance", author="ops")
+    before = all_comments(fleet.board)
+    report = tick(fleet.ctx, apply=True)
+    assert (report.outcome, report.exit, report.results) == (outcome, Exit.OK, [])
+    assert [d.issue for d in report.plan.dispatch] == [n]  # still planned: the trace shows it
+    assert all_comments(fleet.board) == before
+    assert _heartbeat(fleet)["outcome"] == outcome
+
+
+def test_a_hand_dry_run_leaves_the_timers_heartbeat_alone(fleet: Fleet) -> None:
+    tick(fleet.ctx, apply=True)
+    timer = _heartbeat(fleet)
+    tick(fleet.ctx, apply=False)
+    assert _heartbeat(fleet) == timer  # a stopped timer still looks stopped
+    assert _heartbeat(fleet, apply=False)["outcome"] == "dry-run"
+
+
+class _Exploding(LocalBoard):
+    """A board whose read raises an error no guard knows: a bug, which must not pass silently."""
+
+    def read(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("parser bug")
+
+
+def test_a_crashed_sweep_names_itself_in_the_heartbeat(fleet: Fleet) -> None:
+    path = fleet.inventory.board.path
+    assert path is not None
+    board = _Exploding(path, fleet.inventory.board.origin)
+    with FleetContext(fleet.inventory, board) as ctx, pytest.raises(RuntimeError):
+        tick(ctx, apply=True)
+    beat = _heartbeat(fleet)
+    assert (beat["outcome"], beat["exit"]) == ("crashed", Exit.SWEEP_CRASHED)
+    assert "parser bug" in str(beat["error"])

@@ -1,0 +1,192 @@
+"""``dispatch_batch()`` and the sweeper's ``Batcher`` on the embedded default: real board, real local
+workers under the portable supervisor, the demo agent.
+
+A batch shares the pre-flight's round trips (one fleet probe for checks 8 and 4, one sync per
+worker, one lock hold across one duplicate probe and every claim); every request still gets the
+answer ``dispatch()`` would give it, with the same check and code (D15, D20).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleet.dispatch import Request, dispatch, dispatch_batch
+from fleet.exits import Exit
+from fleet.markers import Kind
+from fleet.roles import batcher as batcher_module
+from fleet.roles.batcher import Batcher
+from tests.integration.test_dispatch import Fleet, has_marker, make_fleet, wait_for
+
+pytestmark = pytest.mark.timeout(180)
+
+WAIT_S = 30.0  # bound on every wait for a thread or a run in this file
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    f = make_fleet(tmp_path, ("w1", "w2"))
+    try:
+        yield f
+    finally:
+        f.ctx.close()
+
+
+def _done(issue) -> bool:  # type: ignore[no-untyped-def]
+    return not issue.is_open and has_marker(Kind.SUCCESS)(issue)
+
+
+def test_a_batch_launches_every_request_under_one_lock_hold(fleet: Fleet) -> None:
+    numbers = [fleet.board.create_issue(f"Add greeting {i}", "body") for i in range(3)]
+    requests = [Request(numbers[0], "w1"), Request(numbers[1], "w2"), Request(numbers[2])]
+    results = dispatch_batch(fleet.ctx, requests)
+    assert [r.issue for r in results] == numbers
+    assert all(r.launched for r in results), [r.line() for r in results]
+    assert [r.worker for r in results[:2]] == ["w1", "w2"]
+    assert results[2].worker in ("w1", "w2")
+    held = {r.timings["lock_held_s"] for r in results}
+    assert len(held) == 1, "one hold of the fleet lock covers every claim of the batch"
+    hold = held.pop()
+    assert all(0 <= r.timings["probe_to_live_s"] <= hold for r in results)
+    for n in numbers:
+        wait_for(fleet.board, n, _done)
+
+
+def test_refusals_in_a_batch_are_dispatch_s_own(fleet: Fleet) -> None:
+    """Each refused request gets dispatch()'s check and code; the good one still launches."""
+    closed = fleet.board.create_issue("Closed already")
+    fleet.board.close(closed)
+    dnd = fleet.board.create_issue("Later [do-not-dispatch]")
+    blocker = fleet.board.create_issue("Blocker")
+    blocked = fleet.board.create_issue("Blocked")
+    fleet.board.add_blocker(blocked, blocker)  # type: ignore[attr-defined]
+    good = fleet.board.create_issue("Add a greeting")
+    requests = [
+        Request(closed, "w1"),
+        Request(9999, "w1"),
+        Request(dnd, "w2"),
+        Request(blocked, "w1"),
+        Request(good, "nowhere"),
+        Request(good, "w2"),
+    ]
+    results = dispatch_batch(fleet.ctx, requests)
+    got = [(r.check, r.code) for r in results]
+    assert got[:5] == [
+        (2, Exit.ISSUE_CLOSED),
+        (1, Exit.ISSUE_MISSING),
+        (3, Exit.DO_NOT_DISPATCH),
+        (5, Exit.BLOCKED),
+        (None, Exit.NO_SUCH_WORKER),
+    ]
+    assert results[5].launched, results[5].line()
+    # The same answers through the one-at-a-time path (the do-not-dispatch notice is posted once).
+    for req, batched in zip(requests[:5], results[:5], strict=True):
+        single = dispatch(fleet.ctx, req.issue, worker=req.worker)
+        assert (single.check, single.code) == (batched.check, batched.code)
+    wait_for(fleet.board, good, _done)
+
+
+def test_one_issue_twice_in_a_batch_launches_once(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Fault: hang", labels=["demo:hang"])
+    try:
+        results = dispatch_batch(fleet.ctx, [Request(n, "w1"), Request(n, "w2"), Request(n, "w1")])
+        assert [r.launched for r in results] == [True, False, False], [r.line() for r in results]
+        assert (results[1].check, results[1].code) == (6, Exit.HELD_OTHER_WORKER)
+        assert results[2].code in (Exit.HELD_LIVE, Exit.HELD_OTHER_WORKER), results[2].line()
+    finally:
+        fleet.stop("w1", n)
+
+
+def test_a_run_live_elsewhere_is_refused_by_check_6_under_the_lock(fleet: Fleet) -> None:
+    held = fleet.board.create_issue("Fault: hang", labels=["demo:hang"])
+    first = dispatch(fleet.ctx, held, worker="w1")
+    try:
+        assert first.launched, first.line()
+        wait_for(fleet.board, held, has_marker(Kind.START))
+        other = fleet.board.create_issue("Add a greeting")
+        results = dispatch_batch(fleet.ctx, [Request(held, "w2"), Request(other, "w2")])
+        assert (results[0].check, results[0].code) == (6, Exit.HELD_OTHER_WORKER)
+        assert results[1].launched, results[1].line()
+        wait_for(fleet.board, other, _done)
+    finally:
+        fleet.stop("w1", held)
+
+
+def test_the_batcher_launches_concurrent_calls(fleet: Fleet) -> None:
+    numbers = [fleet.board.create_issue(f"Add greeting {i}", "body") for i in range(6)]
+    b = Batcher(fleet.ctx)
+    out: dict[int, object] = {}
+    threads = [
+        threading.Thread(target=lambda n=n: out.__setitem__(n, b.dispatch(n))) for n in numbers
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT_S)
+    assert sorted(out) == numbers
+    assert all(r.launched for r in out.values()), out  # type: ignore[attr-defined]
+    assert sum(b.batches) == len(numbers)
+    for n in numbers:
+        wait_for(fleet.board, n, _done)
+
+
+class _Gate:
+    """A stand-in for dispatch_batch that holds its first batch until told, recording batches."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.calls: list[list[int]] = []
+
+    def __call__(self, ctx, requests, *, page=None, ignore_ci=False):  # type: ignore[no-untyped-def]
+        self.calls.append([r.issue for r in requests])
+        if len(self.calls) == 1:
+            assert self.release.wait(WAIT_S)
+        if any(r.issue == 13 for r in requests):
+            raise RuntimeError("boom")
+        return [f"result {r.issue}" for r in requests]
+
+
+def _wait_pending(b: Batcher, count: int) -> None:
+    end = time.monotonic() + WAIT_S
+    while len(b._pending) < count:  # the test watches the queue it fills
+        assert time.monotonic() < end, "callers did not queue"
+        time.sleep(0.01)
+
+
+def test_calls_that_arrive_during_a_batch_form_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gate = _Gate()
+    monkeypatch.setattr(batcher_module, "dispatch_batch", gate)
+    b = Batcher(None)  # type: ignore[arg-type]
+    out: dict[int, object] = {}
+
+    def call(n: int) -> None:
+        try:
+            out[n] = b.dispatch(n)
+        except RuntimeError as exc:
+            out[n] = exc
+
+    first = threading.Thread(target=call, args=(1,))
+    first.start()
+    end = time.monotonic() + WAIT_S
+    while not gate.calls:
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    rest = [threading.Thread(target=call, args=(n,)) for n in (2, 3, 13)]
+    for t in rest:
+        t.start()
+    _wait_pending(b, 3)
+    gate.release.set()
+    for t in [first, *rest]:
+        t.join(WAIT_S)
+    assert gate.calls[0] == [1]
+    assert sorted(gate.calls[1]) == [2, 3, 13] and len(gate.calls) == 2
+    assert b.batches == [1, 3]
+    assert out[1] == "result 1"
+    # A batch that raises raises in every caller it carried: the engine lands each as failed.
+    assert all(isinstance(out[n], RuntimeError) for n in (2, 3, 13))

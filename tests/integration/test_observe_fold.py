@@ -1,0 +1,122 @@
+"""The folded probe: once a command knows a worker's supervisor, check 8, the PATH, the capacity file
+and the unit list come back in ONE round trip, and they say what the two round trips said.
+
+Real shells, a real local worker under the real portable supervisor with a live unit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleet.context import FleetContext
+from fleet.dispatch import dispatch
+from fleet.inventory import WorkerConfig, loads
+from fleet.markers import Kind
+from fleet.model import Reach
+from fleet.observe import (
+    probe_command,
+    probe_fleet,
+    probe_worker,
+    split_probe,
+    split_units,
+)
+from fleet.transport import LocalTransport, RunResult, parse_reach, transport_for
+from tests.integration.test_dispatch import Fleet, has_marker, make_fleet, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _worker(state_dir: Path) -> WorkerConfig:
+    inv = loads(
+        f"workers:\n  - name: w\n    transport: local\n    python: {sys.executable}\n"
+        f"    state_dir: {state_dir}\n"
+    )
+    return inv.workers[0]
+
+
+def _sh(command: str, home: Path) -> RunResult:
+    res = subprocess.run(
+        ["/bin/sh", "-c", command],
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home)},
+    )
+    return RunResult(res.returncode, res.stdout, res.stderr)
+
+
+def test_a_folded_unit_probe_that_exits_ends_only_itself(tmp_path: Path) -> None:
+    """A supervisor's probe may ``exit`` (systemd's does): the capacity part must still run."""
+    w = _worker(tmp_path / "state")
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "capacity.json").write_text('{"source": "revoked"}')
+    units = "echo 'unit line one'; echo '{\"units\": []}'; exit 3"
+    res = _sh(probe_command(w, units=units), tmp_path)
+    assert res.exit == 0
+    assert parse_reach(res)[0] is Reach.OK
+    head, path, cap = split_probe(res.stdout)
+    assert path.startswith("/usr/bin") and cap == '{"source": "revoked"}'
+    got = split_units(head, res.stderr)
+    assert got.exit == 3
+    assert got.stdout.splitlines()[:2] == ["unit line one", '{"units": []}']
+
+
+def test_missing_unit_marks_read_as_a_failed_probe() -> None:
+    assert split_units("fleet-reach:ok\nfleet-path:/bin\n").exit == -1
+    assert split_units("fleet-units:\nhalf an answer\n").exit == -1
+
+
+class _Counting:
+    """A transport that counts the commands it runs (the round trips)."""
+
+    def __init__(self, inner: LocalTransport) -> None:
+        self.inner, self.worker, self.commands = inner, inner.worker, 0
+
+    def run(self, command, *, timeout=None, env=None):  # type: ignore[no-untyped-def]
+        self.commands += 1
+        return self.inner.run(command, timeout=timeout, env=env)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    f = make_fleet(tmp_path)
+    try:
+        yield f
+    finally:
+        f.ctx.close()
+
+
+def test_the_second_probe_is_one_round_trip_and_says_the_same(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Fault: hang", labels=["demo:hang"])
+    r = dispatch(fleet.ctx, n, worker="w1")
+    try:
+        assert r.launched, r.line()
+        wait_for(fleet.board, n, has_marker(Kind.START))
+        counting: dict[str, _Counting] = {}
+
+        def factory(w: WorkerConfig) -> _Counting:
+            counting[w.name] = _Counting(transport_for(w))  # type: ignore[arg-type]
+            return counting[w.name]
+
+        with FleetContext(fleet.inventory, fleet.board, transport_factory=factory) as ctx:  # type: ignore[arg-type]
+            w = fleet.inventory.workers[0]
+            first, _ = probe_worker(ctx, w)
+            before = counting["w1"].commands
+            second, _ = probe_worker(ctx, w)
+            assert counting["w1"].commands - before == 1
+            (units_only,) = probe_fleet(ctx, units_only=True)
+            assert counting["w1"].commands - before == 2
+        assert (units_only.reach, units_only.units) == (Reach.OK, second.units)
+        assert first.reach is second.reach is Reach.OK
+        assert [(u.issue, u.live) for u in second.units] == [(n, True)]
+        assert first.units == second.units and first.path == second.path
+    finally:
+        fleet.stop("w1", n)
