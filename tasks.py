@@ -86,18 +86,25 @@ def demo(c, keep=False):
     run_demo(keep=keep)
 
 
-@task(help={"k": "pytest -k expression", "docker": "also run the Docker harness tests"})
-def test(c, k=None, docker=False):
-    """Run the test suite (pytest)."""
+@task(
+    help={
+        "k": "pytest -k expression",
+        "docker": "run the Docker harness tests when an engine answers (--no-docker: skip them)",
+    }
+)
+def test(c, k=None, docker=True):
+    """Run the test suite (pytest); with a Docker engine, build the harness image (or reuse it)
+    and run the harness tests too (tests/docker: FLEET_DOCKER=1)."""
     import shlex
     import sys
+
+    from fleet.cmd.tasks_harness import docker_tests_env
 
     args = [sys.executable, "-m", "pytest", "-q"]
     if k:
         args += ["-k", k]
-    if docker:
-        args += ["-m", "docker or not docker"]
-    c.run(" ".join(shlex.quote(a) for a in args), pty=False)
+    env = docker_tests_env() if docker else {}
+    c.run(" ".join(shlex.quote(a) for a in args), pty=False, env=env)
 
 
 # -- board.* ------------------------------------------------------------------------------------

@@ -28,12 +28,14 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -689,12 +691,19 @@ def down(*, build_dir: Path = BUILD_DIR) -> None:
 
 # --- the inventory ---------------------------------------------------------------------------------
 
+WORK_DIR = "fleet-work"  # under each master's home: the target clone and the worker state
+RUNNER_CLONE = "fleet-work/fleet"  # under each master's home: the fleet the master runs (D11)
 HARNESS_MAX_RUN_S = 900  # RuntimeMaxSec in the harness: bounds a hung demo agent; the demo's runs
 # take seconds, so 15 min only catches a wedge without cutting a slow CI box's run short.
 
 
 def inventory_data(
-    info: HarnessInfo, *, board_dir: Path, state_dir: Path, runner_remote: str | None = None
+    info: HarnessInfo,
+    *,
+    board_dir: Path,
+    state_dir: Path,
+    runner_remote: str | None = None,
+    work: str = WORK_DIR,
 ) -> dict[str, object]:
     """The harness inventory as plain data (schema: fleet/inventory.py), one worker per endpoint.
 
@@ -702,6 +711,9 @@ def inventory_data(
     written here means the same file on the host and in every worker. ``state_dir`` (trace, lock,
     halt) stays on the host. ``runner_remote`` is the repository each master's runner clone syncs
     from before every run (D11); by default ``<board_dir>/fleet.git``, which the caller fills.
+    ``work`` is the directory under each master's home that holds the target clone and the worker
+    state: two boards on one harness need two, or the clone would keep the first board's origin.
+    The runner clone is always ``~/fleet-work/fleet``: one fleet checkout per master.
     """
     board_dir, shared = board_dir.resolve(), info.shared_dir.resolve()
     if not board_dir.is_relative_to(shared):
@@ -721,8 +733,8 @@ def inventory_data(
                 "port": ep.port,
                 "master": ep.master,
                 "lane": ep.container.name,
-                "clone": f"{home}/fleet-work/target",
-                "runner_clone": f"{home}/fleet-work/fleet",
+                "clone": f"{home}/{work}/target",
+                "runner_clone": f"{home}/{RUNNER_CLONE}",
                 "runner_remote": remote,
                 # D3: the unit does not inherit PATH; the venv first so `python` is fleet's python.
                 "path_prefix": [str(Path(VENV_PYTHON).parent), "~/.local/bin"],
@@ -730,7 +742,7 @@ def inventory_data(
                 "supervisor": "systemd",
                 "key": str(info.key),
                 "known_hosts": str(info.known_hosts),
-                "state_dir": f"{home}/fleet-work/state",
+                "state_dir": f"{home}/{work}/state",
                 "python": VENV_PYTHON,
                 "max_run_s": HARNESS_MAX_RUN_S,
             }
@@ -749,12 +761,17 @@ def inventory_data(
 
 
 def write_inventory(
-    info: HarnessInfo, path: Path, *, board_dir: Path, runner_remote: str | None = None
+    info: HarnessInfo,
+    path: Path,
+    *,
+    board_dir: Path,
+    runner_remote: str | None = None,
+    work: str = WORK_DIR,
 ) -> Path:
     """Write the harness inventory to ``path`` (host state next to it, in ``<path stem>-state``)."""
     state_dir = path.resolve().parent / f"{path.stem}-state"
     data = inventory_data(
-        info, board_dir=board_dir, state_dir=state_dir, runner_remote=runner_remote
+        info, board_dir=board_dir, state_dir=state_dir, runner_remote=runner_remote, work=work
     )
     yaml = YAML()
     yaml.default_flow_style = False
@@ -767,4 +784,157 @@ def write_inventory(
         )
         yaml.dump(data, f)
     tmp.replace(path)
+    return path
+
+
+# --- a fleet on the harness ------------------------------------------------------------------------
+
+# A .pth line in the image's venv: each master imports fleet from its OWN runner clone (D11), found
+# through its home, so one venv serves both masters of w4 and the image carries no fleet code.
+RUNNER_PTH = "/opt/fleet-venv/lib/python{}.{}/site-packages/fleet-runner-clone.pth".format(
+    *IMAGE_PYTHON
+)
+_PTH_LINE = (
+    f"import os, sys; p = os.path.expanduser('~/{RUNNER_CLONE}'); "
+    "p in sys.path or not os.path.isdir(p) or sys.path.append(p)\n"
+)
+# Who made a snapshot commit: the harness, under a fixed identity (no git config needed on CI).
+_SNAPSHOT_ENV = {
+    "GIT_AUTHOR_NAME": "fleet harness",
+    "GIT_AUTHOR_EMAIL": "harness@fleet.invalid",
+    "GIT_COMMITTER_NAME": "fleet harness",
+    "GIT_COMMITTER_EMAIL": "harness@fleet.invalid",
+}
+GIT_TIMEOUT_S = 120.0  # one git call on local files: a snapshot of fleet is under 1 MB
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    where = ["-C", str(cwd)] if cwd is not None else []
+    env = {**os.environ, **_SNAPSHOT_ENV}
+    return _run(["git", *where, *args], timeout=GIT_TIMEOUT_S, env=env).stdout
+
+
+def _bare(path: Path) -> None:
+    """A group-shared bare repository (every master pushes and fetches), made once."""
+    if not (path / "HEAD").exists():
+        _git("init", "-q", "--bare", "--shared=group", "--initial-branch=main", str(path))
+
+
+def publish_source(remote: Path, *, source: Path = REPO) -> str:
+    """Commit ``source`` as it is on disk now (tracked and untracked-but-not-ignored files) to
+    ``main`` of the bare repository ``remote``, which every master's runner clone syncs from (D11).
+
+    The commit is made in a scratch repository, so ``source`` and its git state are untouched, and
+    the code under test — uncommitted edits included — is what the masters run. Returns the commit.
+    """
+    _bare(remote)
+    listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=source)
+    with tempfile.TemporaryDirectory(prefix="fleet-snapshot-") as tmp:
+        scratch = Path(tmp)
+        for rel in sorted({r for r in listed.split("\0") if r}):
+            src = source / rel
+            if not src.is_file():  # a tracked file deleted in the working tree
+                continue
+            dst = scratch / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+        _git("init", "-q", "--initial-branch=main", str(scratch))
+        _git("add", "-A", cwd=scratch)
+        tree = _git("write-tree", cwd=scratch).strip()
+        parent = _git("ls-remote", str(remote), "refs/heads/main", cwd=scratch).split()[:1]
+        if parent:
+            _git("fetch", "-q", str(remote), "refs/heads/main", cwd=scratch)
+            if _git("rev-parse", "FETCH_HEAD^{tree}", cwd=scratch).strip() == tree:
+                return parent[0]  # unchanged code: nothing to publish, no runner re-syncs
+        # A child of the published main: a shared repository refuses non-fast-forward pushes,
+        # and a master's clone that is behind is exactly the stale runner D11 syncs.
+        message = "fleet source snapshot for the harness"
+        commit = _git(
+            "commit-tree", tree, *(("-p", parent[0]) if parent else ()), "-m", message, cwd=scratch
+        ).strip()
+        _git("push", "-q", str(remote), f"{commit}:refs/heads/main", cwd=scratch)
+    grant_shared(remote)
+    return commit
+
+
+def install_runner(info: HarnessInfo, remote: Path, *, progress: Progress = print) -> None:
+    """Give every master a runner: its clone of ``remote`` at ``~/fleet-work/fleet``, synced and
+    verified, and the venv line that imports fleet from it. Idempotent; run it after every ``up``
+    (the .pth lives in the container, which ``down`` removes). Check 8's "runner present" passes
+    after this, and fails again if a master's clone is removed (a testable NO_RUNNER)."""
+    from fleet.observe import runner_check
+    from fleet.sync import parse_sync, sync_command
+
+    pth = shlex.quote(_PTH_LINE)
+    for c in info.containers:
+        write = f"printf '%s' {pth} > {RUNNER_PTH}"
+        _run(["docker", "exec", "-u", "root", c.container, "sh", "-c", write])
+    for ep in info.endpoints():
+        client = connect(info, ep)
+        try:
+            clone = f"/home/{ep.master}/{RUNNER_CLONE}"
+            sync = sync_command(clone, origin=str(remote), note="harness install")
+            rc, out, err = run(client, sync, timeout=GIT_TIMEOUT_S)
+            synced = parse_sync(out)
+            if not synced.synced:
+                raise HarnessError(f"{ep.name}: runner clone {clone}: {synced.detail} {err}")
+            check = runner_check(_PythonOnly(VENV_PYTHON))  # type: ignore[arg-type]
+            rc, out, err = run(client, check)
+            if rc != 0:
+                raise HarnessError(f"{ep.name}: {VENV_PYTHON} cannot import fleet.runner: {err}")
+        finally:
+            client.close()
+        progress(f"{ep.name}: runner clone {clone} at {synced.detail}")
+
+
+@dataclass(frozen=True)
+class _PythonOnly:
+    python: str  # what observe.runner_check reads of a WorkerConfig
+
+
+def deploy(
+    info: HarnessInfo,
+    name: str = "board",
+    *,
+    path: Path | None = None,
+    source: Path = REPO,
+    progress: Progress = print,
+) -> Path:
+    """A working fleet on the running harness; returns its inventory path.
+
+    Makes, inside the shared directory, ``<name>/``: the SQLite board, its bare origin and the
+    inventory, at ``path`` or ``<name>/inventory.yaml``: a runner reads it inside its container, so
+    it must lie in the shared directory too. Publishes ``source`` to ``fleet.git`` (one per harness)
+    and installs every master's runner from it. Each name gets its own target clone and worker
+    state on the masters (``~/fleet-boards/<name>``), so two boards never share a clone that tracks
+    the wrong origin. Idempotent. Unit names are ``task-<issue>`` per master whatever the board, so
+    two boards on one harness share that name space: a test leaves no unit live when it ends.
+    """
+    from fleet.board.local import LocalBoard
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise HarnessError(f"deploy name {name!r}: use letters, digits, '.', '-' and '_'")
+    board_dir = info.shared_dir / name
+    path = (path or board_dir / "inventory.yaml").absolute()
+    if not path.is_relative_to(info.shared_dir.absolute()):
+        raise HarnessError(
+            f"inventory {path} is not inside the shared directory {info.shared_dir}: "
+            "the runners could not read it in the containers"
+        )
+    board_dir.mkdir(parents=True, exist_ok=True)
+    origin = board_dir / "origin.git"
+    _bare(origin)
+    LocalBoard.create(board_dir / "board.sqlite3", origin).disconnect()
+    remote = info.shared_dir / "fleet.git"
+    commit = publish_source(remote, source=source)
+    progress(f"published {source} as {commit[:12]} to {remote}")
+    path = write_inventory(
+        info,
+        path,
+        board_dir=board_dir,
+        runner_remote=str(remote),
+        work=f"fleet-boards/{name}",
+    )
+    grant_shared(board_dir)
+    install_runner(info, remote, progress=progress)
     return path

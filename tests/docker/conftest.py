@@ -13,7 +13,7 @@ ports from ``docker port`` and writes the known_hosts. ``down`` runs whatever ha
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -119,3 +119,21 @@ def harness_info(
     info = harness.refresh(Path(_harness_env["FLEET_HARNESS_SHARED"]))
     harness.wait_ready(info)
     return info
+
+
+@pytest.fixture(scope="session")
+def harness_deploy(harness_info: harness.HarnessInfo) -> Callable[[str], Path]:
+    """``harness_deploy(name)`` -> the inventory of a working fleet named ``name`` on the harness.
+
+    Each name is its own board, origin and target clones (``harness.deploy``), made once per session;
+    every master's runner clone holds the code under test. A test module picks its own name, so
+    its issues, markers and clones never meet another module's.
+    """
+    made: dict[str, Path] = {}
+
+    def deploy(name: str) -> Path:
+        if name not in made:
+            made[name] = harness.deploy(harness_info, name, progress=lambda line: None)
+        return made[name]
+
+    return deploy
