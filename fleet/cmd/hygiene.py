@@ -66,23 +66,22 @@ def repair_lines(report: RepairReport, apply: bool) -> list[str]:
     return lines
 
 
-def reap_cmd(inv: str | None, apply: bool, as_json: bool) -> None:
-    with context(inv) as ctx:
-        report = reap(ctx, apply=apply)
+def _show(name: str, report: ReapReport | RepairReport, lines: list[str], as_json: bool) -> None:
     if as_json:
         emit_json(report.to_json())
     else:
-        print("\n".join(reap_lines(report, apply)))
+        print("\n".join(lines))
     if report.exit is not Exit.OK:
-        raise fail(report.exit, f"reap {report.outcome}")
+        raise fail(report.exit, f"{name} {report.outcome}")
+
+
+def reap_cmd(inv: str | None, apply: bool, as_json: bool) -> None:
+    with context(inv) as ctx:
+        report = reap(ctx, apply=apply)
+    _show("reap", report, reap_lines(report, apply), as_json)
 
 
 def repair_cmd(inv: str | None, apply: bool, as_json: bool) -> None:
     with context(inv) as ctx:
         report = repair(ctx, apply=apply)
-    if as_json:
-        emit_json(report.to_json())
-    else:
-        print("\n".join(repair_lines(report, apply)))
-    if report.exit is not Exit.OK:
-        raise fail(report.exit, f"repair {report.outcome}")
+    _show("repair", report, repair_lines(report, apply), as_json)

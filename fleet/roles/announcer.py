@@ -34,8 +34,8 @@ from fleet.exits import Exit
 from fleet.halt import read_halt_file
 from fleet.model import Issue, Snapshot
 from fleet.observe import probe_fleet, read_page
+from fleet.roles.base import held
 from fleet.status import read_heartbeat
-from fleet.switches import hold_line, role_hold
 from fleet.trace import Trace, to_jsonable
 
 
@@ -209,10 +209,8 @@ class Announcer:
 
 def announce(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> AnnounceReport:
     """One pass of the announcer. A dry run files nothing and says what it would file."""
-    hold = role_hold(ctx.inventory) if apply else None
-    if hold is not None:  # a pause or a halt: decide and report, write nothing
-        ctx.warn(hold_line("announce", hold))
-        apply = False
+    hold = held(ctx, "announce", apply)
+    apply = apply and hold is None  # a pause or a halt: decide and report, write nothing
     state = Path(ctx.inventory.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
     loop = Announcer(ctx, trace, apply=apply)

@@ -23,16 +23,14 @@ from typing import Any
 from fleet.board.base import BoardError
 from fleet.codec import decode, decode_snapshot
 from fleet.context import FleetContext
-from fleet.dispatch import fleet_lock
-from fleet.engine import Failure, FileClaims, Result, Tier, drain
+from fleet.engine import Failure, Result, Tier
 from fleet.exits import Exit
-from fleet.lock import LockTimeout
 from fleet.markers import history, open_start
 from fleet.model import Snapshot
 from fleet.observe import probe_fleet, read_page
 from fleet.reap import REAP, ReapDecision, reap_decisions, reaped_marker, threshold_warning
 from fleet.replay import Comparison, RecordError, compare, register
-from fleet.switches import hold_line, role_hold
+from fleet.roles.base import drain_role, held
 from fleet.trace import Trace, to_jsonable
 
 
@@ -151,10 +149,8 @@ def _states(decisions: Sequence[ReapDecision]) -> dict[str, int]:
 
 def reap(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> ReapReport:
     """One reaper tick. A dry run (``apply=False``) decides and writes nothing to the board."""
-    hold = role_hold(ctx.inventory) if apply else None
-    if hold is not None:  # a pause or a halt: decide and report, write nothing
-        ctx.warn(hold_line("reap", hold))
-        apply = False
+    hold = held(ctx, "reap", apply)
+    apply = apply and hold is None  # a pause or a halt: decide and report, write nothing
     inv = ctx.inventory
     state = Path(inv.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
@@ -164,16 +160,7 @@ def reap(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> ReapR
         if warning:
             ctx.warn(warning)
     reaper = Reaper(ctx, trace, apply=apply)
-    claims = FileClaims(state / "claims")
-    lock_error = None
-    try:
-        if apply:
-            with fleet_lock(ctx):
-                drain(reaper, claims, trace, pool=4, key=lambda d: str(d.issue))
-        else:
-            drain(reaper, claims, trace, pool=1, key=lambda d: str(d.issue))
-    except LockTimeout as exc:
-        lock_error = str(exc)
+    lock_error = drain_role(ctx, reaper, trace, apply=apply, key=lambda d: str(d.issue))
     snap = reaper.snap
     report = ReapReport(
         outcome="failed",

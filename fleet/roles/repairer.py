@@ -25,16 +25,14 @@ from typing import Any
 from fleet.board.base import BoardError
 from fleet.codec import decode
 from fleet.context import FleetContext
-from fleet.dispatch import fleet_lock
-from fleet.engine import Failure, FileClaims, Result, Tier, drain
+from fleet.engine import Failure, Result, Tier
 from fleet.exits import Exit
 from fleet.inventory import WorkerConfig
-from fleet.lock import LockTimeout
 from fleet.model import Unit, WorkerView
 from fleet.observe import probe_fleet
 from fleet.repair import ORDER, RepairDecision, repair_plan, superseded_marker, who
 from fleet.replay import Comparison, RecordError, compare, register
-from fleet.switches import hold_line, role_hold
+from fleet.roles.base import drain_role, held
 from fleet.trace import Trace, to_jsonable
 from fleet.transport import TransportError
 from fleet.units import SupervisorError
@@ -163,23 +161,12 @@ class Repairer:
 
 def repair(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> RepairReport:
     """One repair tick. A dry run decides and stops nothing."""
-    hold = role_hold(ctx.inventory) if apply else None
-    if hold is not None:  # a pause or a halt: decide and report, write nothing
-        ctx.warn(hold_line("repair", hold))
-        apply = False
+    hold = held(ctx, "repair", apply)
+    apply = apply and hold is None  # a pause or a halt: decide and report, write nothing
     state = Path(ctx.inventory.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
     repairer = Repairer(ctx, trace, apply=apply)
-    claims = FileClaims(state / "claims")
-    lock_error = None
-    try:
-        if apply:
-            with fleet_lock(ctx):
-                drain(repairer, claims, trace, pool=4, key=lambda d: str(d.issue))
-        else:
-            drain(repairer, claims, trace, pool=1, key=lambda d: str(d.issue))
-    except LockTimeout as exc:
-        lock_error = str(exc)
+    lock_error = drain_role(ctx, repairer, trace, apply=apply, key=lambda d: str(d.issue))
     report = RepairReport(
         outcome="failed",
         decisions=repairer.decisions,

@@ -9,7 +9,6 @@ runs ahead plays "later", so no test sleeps.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,24 +34,10 @@ from fleet.runner.capacity import capacity_path, write_capacity
 from fleet.select import HELD
 from fleet.switches import PAUSE, flag_path, remove_switch, write_switch
 from fleet.trace import read_trace
-from tests.integration.test_dispatch import Fleet, all_comments, make_fleet, write_fleet_inventory
+from tests.integration.conftest import closed_port
+from tests.integration.test_dispatch import Fleet, all_comments, write_fleet_inventory
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:  # free a moment ago: nobody listens on it now
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -64,7 +49,7 @@ def fleet_with_ghost(tmp_path: Path) -> Iterator[Fleet]:
     known.write_text("")
     path.write_text(
         path.read_text(encoding="utf-8")
-        + f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {_closed_port()}\n"
+        + f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {closed_port()}\n"
         f"    master: root\n    known_hosts: {known}\n    state_dir: /tmp/fleet-ghost\n",
         encoding="utf-8",
     )

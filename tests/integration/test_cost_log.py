@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,18 +11,9 @@ from fleet import cost
 from fleet.cmd.sched import status
 from fleet.roles.sweeper import tick
 from fleet.trace import read_trace
-from tests.integration.test_dispatch import Fleet, make_fleet
+from tests.integration.test_dispatch import Fleet
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
 
 
 def test_each_sweep_records_its_read_cost_and_status_prints_it(

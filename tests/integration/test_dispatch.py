@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,15 +93,6 @@ def make_fleet(root: Path, workers: tuple[str, ...] = ("w1",)) -> Fleet:
     board = open_board(inv, create=True)
     board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
     return Fleet(root, path, inv, board, FleetContext(inv, board))
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
 
 
 def all_comments(board: Board) -> int:

@@ -4,9 +4,7 @@ and their fleet-wide forms, check 9, and an unreadable board — each through th
 
 from __future__ import annotations
 
-import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,24 +17,10 @@ from fleet.exits import Exit
 from fleet.inventory import load
 from fleet.model import CapacitySource, CIState
 from fleet.runner.capacity import Capacity, capacity_path, write_capacity
-from tests.integration.test_dispatch import Fleet, make_fleet, refuses, write_fleet_inventory
+from tests.integration.conftest import closed_port
+from tests.integration.test_dispatch import Fleet, refuses, write_fleet_inventory
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:  # free a moment ago: nobody listens on it now
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _fleet_from(root: Path, edit) -> Fleet:  # type: ignore[no-untyped-def]
@@ -54,7 +38,7 @@ def _ghost(text: str, root: Path) -> str:
     known = root / "known_hosts"
     known.write_text("")
     return text + (
-        f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {_closed_port()}\n"
+        f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {closed_port()}\n"
         f"    master: root\n    known_hosts: {known}\n    state_dir: /tmp/fleet-ghost\n"
     )
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from fleet.observe import (
     split_units,
 )
 from fleet.transport import LocalTransport, RunResult, parse_reach, transport_for
-from tests.integration.test_dispatch import Fleet, has_marker, make_fleet, wait_for
+from tests.integration.test_dispatch import Fleet, has_marker, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -83,15 +82,6 @@ class _Counting:
 
     def close(self) -> None:
         self.inner.close()
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
 
 
 def test_the_second_probe_is_one_round_trip_and_says_the_same(fleet: Fleet) -> None:

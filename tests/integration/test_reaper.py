@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -34,7 +33,6 @@ from tests.integration.test_dispatch import (
     all_comments,
     has_marker,
     kinds,
-    make_fleet,
     wait_for,
     write_fleet_inventory,
 )
@@ -44,15 +42,6 @@ pytestmark = pytest.mark.timeout(120)
 
 UNIT_END_DEADLINE_S = 30.0  # SIGKILLed runner -> the supervisor kills the rest of the tree
 POLL_S = 0.2
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
 
 
 def late(f: Fleet) -> FleetContext:

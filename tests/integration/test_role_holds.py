@@ -3,9 +3,7 @@ nothing; lifted, the same call writes (seed 001 §10: a paused tick decides only
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -14,18 +12,9 @@ from fleet.markers import Kind, render
 from fleet.roles.announcer import announce
 from fleet.roles.reaper import reap
 from fleet.switches import PAUSE, flag_path, halt_path, remove_switch, write_switch
-from tests.integration.test_dispatch import Fleet, all_comments, kinds, make_fleet
+from tests.integration.test_dispatch import Fleet, all_comments, kinds
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
 
 
 def _orphan(f: Fleet) -> tuple[int, FleetContext]:

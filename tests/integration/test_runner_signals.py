@@ -6,27 +6,16 @@ no merged PR and no closed issue follow.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from fleet.dispatch import dispatch
 from fleet.markers import Kind, history
-from tests.integration.test_dispatch import Fleet, has_marker, kinds, make_fleet, wait_for
+from tests.integration.test_dispatch import Fleet, has_marker, kinds, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
 SETTLE_S = 1.0  # after the stopped marker: long enough for a stray late success to land
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
 
 
 def test_sigterm_posts_stopped_and_claims_nothing(fleet: Fleet) -> None:

@@ -5,7 +5,6 @@ heartbeat is written on every exit path (D14) so "idle" and "not running" never 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,18 +17,9 @@ from fleet.markers import Kind
 from fleet.roles.sweeper import DRY_RUN_HEARTBEAT, HEARTBEAT, tick
 from fleet.switches import DRAIN, PAUSE, flag_path, write_switch
 from fleet.trace import read_trace
-from tests.integration.test_dispatch import Fleet, all_comments, has_marker, make_fleet, wait_for
+from tests.integration.test_dispatch import Fleet, all_comments, has_marker, wait_for
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    f = make_fleet(tmp_path)
-    try:
-        yield f
-    finally:
-        f.ctx.close()
 
 
 def _heartbeat(f: Fleet, apply: bool = True) -> dict[str, object]:
