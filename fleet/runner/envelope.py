@@ -93,42 +93,103 @@ class Capture:
         return self.envelope.num_turns == 0
 
 
-def _decode_at(text: str, i: int) -> tuple[Any, int] | None:
+# The scan's work bound. Every decode attempt is charged the characters it hands the decoder, and
+# the whole scan may spend at most WORK_FACTOR x the capture plus WORK_FLOOR. A real capture is
+# charged about 1x: each line is decoded once, a pretty-printed object once (bench/envelope_bench.py
+# measures 1.0-1.3x on noisy real-shaped captures). Crafted text can make every brace a decode that
+# runs far (``{"a":`` on 800k lines nests each attempt across the lines after it; 4.7 MB took 49 s
+# before this bound), so the bound is what keeps the close-out inside its margin.
+WORK_FACTOR = 4
+WORK_FLOOR = 1 << 20  # 1 MiB: a small capture never runs out, whatever its shape
+# The first window a decode attempt gets; doubled while the value may run past the window's end.
+_FIRST_WINDOW = 256
+
+
+class _Budget:
+    """The characters the scan may still hand the decoder (the operation count the bench reads)."""
+
+    def __init__(self, size: int) -> None:
+        self.limit = WORK_FACTOR * size + WORK_FLOOR
+        self.spent = 0
+
+    def charge(self, chars: int) -> bool:
+        """Charge an attempt of ``chars``; False when it does not fit (the scan must stop)."""
+        if self.spent + chars > self.limit:
+            return False
+        self.spent += chars
+        return True
+
+
+class _OutOfBudget(Exception):
+    """The scan spent its bound before the end of the capture: what is left proves nothing."""
+
+
+# A decode cut by its window fails at the cut, or a few characters before it: a ``\\uXXXX`` escape
+# or a literal cut in half is reported where it starts (at most 12 characters: a surrogate pair).
+_CUT_SLACK = 16
+
+
+def _maybe_cut(err: json.JSONDecodeError, size: int) -> bool:
+    """Did the decode fail only because the window ended? (An unterminated string reports where
+    the string *started*, so it may be a cut too.)"""
+    return err.pos >= size - _CUT_SLACK or err.msg.startswith("Unterminated string")
+
+
+def _decode_window(
+    text: str, i: int, stop: int, budget: _Budget
+) -> tuple[tuple[Any, int] | None, bool]:
+    """The JSON value at ``text[i]`` read from ``text[i:stop]`` in doubling windows, and whether a
+    failure came at ``stop`` (the value may continue past it).
+
+    A window is a slice, so a failed attempt's error message (which counts newlines up to the
+    failure) costs the window, never the capture before ``i``.
+    """
+    window = _FIRST_WINDOW
+    while True:
+        end = min(stop, i + window)
+        if not budget.charge(end - i):
+            raise _OutOfBudget
+        piece = text[i:end]
+        try:
+            value, used = _DECODER.raw_decode(piece)
+            return (value, i + used), False
+        except json.JSONDecodeError as err:
+            if end >= stop:
+                return None, err.pos >= len(piece.rstrip())
+            if not _maybe_cut(err, end - i):
+                return None, False
+        except RecursionError:
+            return None, False
+        window *= 2
+
+
+def _decode_at(text: str, i: int, budget: _Budget) -> tuple[Any, int] | None:
     """The JSON value starting at ``text[i]`` and its end, or None.
 
-    Cost matters: a failed ``raw_decode`` on the whole capture counts the newlines before the
-    failure to build its message, so trying every stray brace of a multi-megabyte capture that way
-    is quadratic (measured: 357 s for 4 MB with 200k stray braces). So the value is first decoded
-    from its own line only; it is retried against the whole capture only when it failed at the end
-    of that line, i.e. when it may continue on the next one (pretty-printed JSON).
+    The value is first read from its own line; it is read across lines only when it failed at the
+    end of that line, i.e. when it may continue on the next one (pretty-printed JSON). Both reads
+    are charged to ``budget``.
     """
     eol = text.find("\n", i)
-    line = text[i : len(text) if eol == -1 else eol]
-    try:
-        value, end = _DECODER.raw_decode(line)
-        return value, i + end
-    except json.JSONDecodeError as err:
-        if eol == -1 or err.pos < len(line.rstrip()):
-            return None
-    except RecursionError:
-        return None
-    try:
-        return _DECODER.raw_decode(text, i)
-    except (ValueError, RecursionError):
-        return None
+    stop = len(text) if eol == -1 else eol
+    decoded, at_end = _decode_window(text, i, stop, budget)
+    if decoded is not None or eol == -1 or not at_end:
+        return decoded
+    return _decode_window(text, i, len(text), budget)[0]
 
 
-def _objects(text: str) -> list[tuple[int, int, Any]]:
+def _objects(text: str, budget: _Budget) -> list[tuple[int, int, Any]]:
     """Every well-formed top-level JSON object in ``text`` as (start, end, value), in order.
 
     A ``{`` that does not open a valid object (a log line, a truncated tail) is skipped; a valid
     object is skipped whole, so objects nested in it are not top-level. JSON strings cannot hold a
-    raw newline, so a broken string never swallows the lines after it.
+    raw newline, so a broken string never swallows the lines after it. Raises
+    :class:`_OutOfBudget` when the capture costs more than its bound.
     """
     found: list[tuple[int, int, Any]] = []
     m = _OPENING.search(text)
     while m is not None:
-        decoded = _decode_at(text, m.start())
+        decoded = _decode_at(text, m.start(), budget)
         if decoded is None:
             m = _OPENING.search(text, m.start() + 1)
             continue
@@ -180,8 +241,29 @@ def envelope_from(obj: dict[str, Any]) -> Envelope:
 
 
 def parse_capture(text: str) -> Capture:
-    """Classify a merged stdout+stderr capture; never raises on any input."""
-    objects = _objects(text)
+    """Classify a merged stdout+stderr capture; never raises on any input, and costs at most
+    ``WORK_FACTOR`` x its size in decoder work (:func:`scan_work`)."""
+    return _classify(text, _Budget(len(text)))
+
+
+def scan_work(text: str) -> tuple[int, int]:
+    """(characters the scan handed the decoder, its bound) for ``text``: the bench's and the
+    tests' operation count, read from the production scan."""
+    budget = _Budget(len(text))
+    _classify(text, budget)
+    return budget.spent, budget.limit
+
+
+def _classify(text: str, budget: _Budget) -> Capture:
+    try:
+        objects = _objects(text, budget)
+    except _OutOfBudget:
+        return Capture(
+            CaptureKind.GARBLED,
+            None,
+            f"capture not read: {len(text)} characters cost more than the scan's bound "
+            f"({WORK_FACTOR}x the capture) before its end, so it proves nothing about turns",
+        )
     results = [
         (s, e, o) for s, e, o in objects if isinstance(o, dict) and o.get("type") == "result"
     ]

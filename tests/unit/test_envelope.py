@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.runner.envelope import CaptureKind, envelope_from, parse_capture
+from fleet.runner.envelope import CaptureKind, envelope_from, parse_capture, scan_work
 
 SUCCESS = {
     "type": "result",
@@ -187,3 +187,65 @@ def test_a_large_capture_full_of_broken_json_is_scanned_in_linear_time() -> None
     cap = parse_capture(noise + json.dumps(SUCCESS, indent=2) + "\n" + noise[:500])
     assert cap.kind is CaptureKind.ENVELOPE
     assert time.monotonic() - started < 5
+
+
+class _CountingDecoder:
+    """Wraps the scan's decoder and counts the characters each call may touch (from its start to
+    the end of the document it was handed): the operation count of the close-out's parse."""
+
+    def __init__(self, inner: json.JSONDecoder) -> None:
+        self.inner = inner
+        self.chars = 0
+
+    def raw_decode(self, s: str, idx: int = 0) -> tuple[object, int]:
+        self.chars += len(s) - idx
+        return self.inner.raw_decode(s, idx)
+
+
+CRAFTED = {
+    # each line opens a value that continues on the next: every brace nests across what follows
+    "open-object-per-line": '{"a":\n',
+    "open-array-per-line": '{"a":[\n',
+    "unterminated-string-per-line": '{"a":"x\n',
+    "a-long-line-of-openers": '{"{"' * 2_000 + "\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(CRAFTED.values()), ids=list(CRAFTED))
+def test_crafted_output_costs_a_bounded_multiple_of_its_size(
+    shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue: crafted agent output made the close-out's parse quadratic (4.7 MB took 49 s, past
+    the close-out margin, so no terminal marker was posted). The count is of characters handed to
+    the decoder, not of seconds: a shared machine's clock proves nothing."""
+    import fleet.runner.envelope as envelope
+
+    counter = _CountingDecoder(envelope._DECODER)
+    monkeypatch.setattr(envelope, "_DECODER", counter)
+    text = shape * (300_000 // len(shape))
+    cap = parse_capture(text)
+    assert counter.chars <= envelope.WORK_FACTOR * len(text) + envelope.WORK_FLOOR
+    assert cap.kind is not CaptureKind.ENVELOPE
+    # What could not be read proves nothing: never "no envelope", which licenses a retry (D7).
+    if counter.chars > len(text) * 2:
+        assert cap.kind is CaptureKind.GARBLED and cap.zero_turns is None
+
+
+def test_a_crafted_capture_that_runs_out_of_work_is_garbled_and_says_why() -> None:
+    text = '{"a":\n' * 400_000
+    spent, limit = scan_work(text)
+    assert spent <= limit
+    cap = parse_capture(text + LINE)
+    assert cap.kind is CaptureKind.GARBLED
+    assert "bound" in cap.detail and cap.zero_turns is None
+
+
+@pytest.mark.parametrize(
+    "envelope_text", [LINE, json.dumps(SUCCESS, indent=2)], ids=["compact", "pretty"]
+)
+def test_a_real_shaped_capture_costs_about_its_size(envelope_text: str) -> None:
+    noise = "".join(f"[tool] step {i}: ok {{stray\n" for i in range(20_000))
+    text = noise + envelope_text + "\n"
+    spent, _limit = scan_work(text)
+    assert parse_capture(text).kind is CaptureKind.ENVELOPE
+    assert spent <= 1.5 * len(text)
