@@ -93,13 +93,19 @@ def demo(c, keep=False):
     }
 )
 def test(c, k=None, docker=True):
-    """Run the test suite (pytest); with a Docker engine, build the harness image (or reuse it)
-    and run the harness tests too (tests/docker: FLEET_DOCKER=1)."""
+    """Check the rules (ruff, the import-linter layers), then run the test suite (pytest); with a
+    Docker engine, build the harness image (or reuse it) and run the harness tests too
+    (tests/docker: FLEET_DOCKER=1)."""
     import shlex
     import sys
+    from pathlib import Path
 
     from fleet.cmd.tasks_harness import docker_tests_env
 
+    # The layers and the lint are rules of the codebase, so a break fails the suite like a test.
+    c.run(f"{shlex.quote(sys.executable)} -m ruff check .", pty=False)
+    lint_imports = Path(sys.executable).parent / "lint-imports"  # installed beside this python
+    c.run(shlex.quote(str(lint_imports)), pty=False)
     args = [sys.executable, "-m", "pytest", "-q"]
     if k:
         args += ["-k", k]
