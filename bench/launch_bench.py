@@ -173,7 +173,7 @@ def summary(xs: list[float]) -> dict[str, float]:
 
 def ssh_wrapper(info: harness.HarnessInfo, eps: tuple[harness.Endpoint, ...], where: Path) -> Path:
     """An ssh_config naming each master, and a ONE-word ``--ssh`` wrapper: GNU parallel 20221122
-    with ``-M`` and a multi-word ``--ssh`` duplicates jobs and hangs (ssh-lock-facts.md). Host keys
+    with ``-M`` and a multi-word ``--ssh`` duplicates jobs and hangs (docs/facts.md). Host keys
     are verified against the harness's known_hosts, as the fleet's own connections are."""
     lines = []
     for ep in eps:

@@ -54,7 +54,7 @@ PARKED_OVERDUE_PERIODS = 3
 # the passed reset gets its turn before a report says nobody will.
 DARK_RESET_GRACE_PERIODS = 1
 # A rate limit with no stated reset: the provider's shortest window is five hours (rate_limit_event
-# rateLimitType five_hour, notes/agent-facts.md). Past it a session limit has certainly reset, and
+# rateLimitType five_hour, docs/facts.md). Past it a session limit has certainly reset, and
 # the worker is dark only because nothing clears the capacity file by the clock.
 NO_RESET_BOUND_S = 5 * 3600
 # A revoked entitlement: no clock ever clears it, so waiting buys one thing only — not reporting a

@@ -1,7 +1,7 @@
 """The wiring of one fleet command: inventory, board, and a transport + supervisor per worker.
 
 Nothing here decides anything. Transports are opened lazily and reused for the whole command (an SSH
-connection costs ~120 ms to open and ~2 ms per command once open: ssh-lock-facts.md), and closed once.
+connection costs ~120 ms to open and ~2 ms per command once open: docs/facts.md), and closed once.
 """
 
 from __future__ import annotations

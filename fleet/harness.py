@@ -5,7 +5,7 @@ four workers with sshd and systemd as PID 1, so a master's ``systemd-run --user 
 is the real supervisor (D3) and the real name lock (D4). Worker ``w4`` has two masters, because a
 user supervisor is per user and the same unit name under two users is two names (D4's table).
 
-Binding facts (shared/notes/docker-facts.md) shape every step:
+Binding facts (docs/facts.md) shape every step:
 
 - no registry: the image is bootstrapped from Debian's packages (``docker/build-rootfs.sh``) and
   imported; its Python dependencies are wheels built on the host and installed offline. Fleet's own
@@ -87,7 +87,7 @@ VENV_PYTHON = "/opt/fleet-venv/bin/python"  # the image's interpreter with fleet
 # Bounds on waiting. Each is a multiple of what was measured here, so a slow box passes and a
 # broken harness fails with a message instead of hanging the test run.
 DOCKER_TIMEOUT_S = 60.0  # one docker/compose CLI call; `up -d` of four workers took ~1.5 s
-BUILD_TIMEOUT_S = 1200.0  # mmdebstrap + wheels; measured 25-30 s for mmdebstrap (docker-facts.md)
+BUILD_TIMEOUT_S = 1200.0  # mmdebstrap + wheels; measured 25-30 s for mmdebstrap (docs/facts.md)
 READY_TIMEOUT_S = 60.0  # boot to a working sshd and user manager; measured ~1.4 s per worker
 SSH_TIMEOUT_S = (
     10.0  # one TCP connect / banner / auth on loopback; a paused container never answers
@@ -567,7 +567,7 @@ def connect(
     """An SSH connection to one master, host key verified against the harness's known_hosts.
 
     ``TCP_NODELAY`` is set: without it Nagle + delayed ACK cost ~40 ms per command
-    (shared/notes/ssh-lock-facts.md).
+    (docs/facts.md).
     """
     sock = socket.create_connection(("127.0.0.1", endpoint.port), timeout=timeout)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -43,7 +43,7 @@ from fleet.transport import Stream, StreamOpener, TransportError, shell_path
 DEFAULT_WAIT_S = 30.0
 
 # Poll step while another process holds the local lock. Bounds the extra wait after a release;
-# portalocker's Lock default of 250 ms made waits come in 250 ms steps (notes/ssh-lock-facts.md),
+# portalocker's Lock default of 250 ms made waits come in 250 ms steps (docs/facts.md),
 # and a lock/unlock attempt costs ~6 µs, so 2 ms of sleep keeps the poll cheap and the wait short.
 POLL_S = 0.002
 

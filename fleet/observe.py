@@ -31,7 +31,7 @@ from fleet.units import systemd as systemd_units
 _PATH_MARK = "fleet-path:"  # the worker's repaired PATH follows on the same line
 _CAPACITY_MARK = "fleet-capacity:"  # the line after which the worker's capacity file follows
 # One probe may not hang a sweep: a worker that does not answer in this long is unreachable.
-# 15 s is 100x the measured cold SSH connect (ssh-lock-facts.md: ~120-180 ms).
+# 15 s is 100x the measured cold SSH connect (docs/facts.md: ~120-180 ms).
 PROBE_TIMEOUT_S = 15.0
 # The folded probe also lists units: the supervisors' own probe bound (30 s), the larger of the two.
 FOLDED_PROBE_TIMEOUT_S = max(PROBE_TIMEOUT_S, systemd_units.PROBE_TIMEOUT_S)

@@ -432,7 +432,7 @@ class LocalTransport:
 # ---------------------------------------------------------------------------------------------
 
 # Connect/banner/auth/channel-open bound when the worker does not answer. 10 s is ~50x a measured
-# cold login (notes/ssh-lock-facts.md: 80-181 ms), so only a dead or wedged worker reaches it.
+# cold login (docs/facts.md: 80-181 ms), so only a dead or wedged worker reaches it.
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
 _SSH_ERRORS = (paramiko.SSHException, OSError, EOFError, invoke.exceptions.ThreadException)
@@ -445,7 +445,7 @@ class SSHTransport:
       paramiko's ``RejectPolicy`` refuses an unknown host; a changed key is refused too.
     * The operator's ``~/.ssh/config`` is not read: the inventory is the one source of truth.
     * The TCP socket is connected here with ``TCP_NODELAY``: Nagle plus delayed ACK cost ~40 ms
-      per command on an open connection (45 ms vs 13 ms per run, notes/ssh-lock-facts.md).
+      per command on an open connection (45 ms vs 13 ms per run, docs/facts.md).
     * Every connect/auth/banner/channel failure is a :class:`TransportError`; a non-zero remote
       exit is a :class:`RunResult`.
     Opening (and closing) is serialized, so threads may share one transport; their runs are

@@ -12,7 +12,7 @@ Run as ``python -m fleet.agents.demo`` with the run's worktree as cwd. It reads:
 
 Default behaviour is an honest success: edit ``notes/issue-<N>.md``, commit, push the topic branch
 by name, open a PR whose body closes the issue, merge it, then print chatter and ONE result envelope
-shaped like ``claude -p --output-format json`` (notes/agent-facts.md) and exit 0.
+shaped like ``claude -p --output-format json`` (docs/facts.md) and exit 0.
 
 A ``demo:<mode>`` label on the issue selects a fault, each one a real-world failure the runner must
 name distinctly (D20): ``rate-limit``, ``rate-limit-unknown``, ``revoked``, ``transient`` (no

@@ -1,7 +1,7 @@
 """The systemd backend: ``systemd-run --user --unit=task-<issue> --collect`` on the worker's master.
 
 Pure builders and parsers plus a thin :class:`SystemdSupervisor`. Facts this rests on
-(shared/notes/agent-facts.md, docker-facts.md):
+(docs/facts.md):
 
 * a second start of a live *or* loaded-but-failed name prints "Unit task-N.service was already
   loaded or has a fragment file" with exit 1 — the same exit code as every other failure. So the

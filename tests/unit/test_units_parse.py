@@ -1,7 +1,7 @@
 """Pure parts of the supervisor: names, command builders, and parsers of captured output (D3, D4).
 
 The systemd strings below have the shape ``systemctl --user show`` and ``systemd-run`` print
-(shared/notes/agent-facts.md, docker-facts.md); the collision cases carry the *same* stderr on
+(docs/facts.md); the collision cases carry the *same* stderr on
 purpose — check 10 must tell them apart by the unit's state, never by the error string.
 """
 
