@@ -6,11 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from fleet.board.github import GitHubBoard
 from fleet.model import CIState, Comment, PRState, PullRequest, parse_iso
-from tests.github import shape
 from tests.github.replay import API, TOKEN, Replayer
 from tests.github.replay_state import FakePR, stamp
 
@@ -60,7 +57,5 @@ class ReplayForge:
 
 def contract_backend(tmp: Path) -> tuple[GitHubBoard, ReplayForge]:
     """The production GitHubBoard on the replayer; humans write through the forge."""
-    if not shape.SCHEMA_PATH.exists():
-        pytest.skip(shape.SCHEMA_MISSING)
     state = Replayer()
     return github_board(state), ReplayForge(state)

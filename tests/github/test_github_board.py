@@ -28,11 +28,8 @@ from fleet.inventory import BoardConfig, GitHubConfig
 from fleet.markers import Kind, parse
 from fleet.model import CIState, Comment, EventKind, IssueState, PRState, PullRequest, StateReason
 from fleet.runner.closeout import decide_close_out
-from tests.github import shape
 from tests.github.backend import github_board
 from tests.github.replay import TOKEN, Replayer
-
-pytestmark = pytest.mark.skipif(not shape.SCHEMA_PATH.exists(), reason=shape.SCHEMA_MISSING)
 
 RUN_STARTED_AT = datetime(2024, 4, 1, 10, 15, tzinfo=UTC)  # the run the recorded PRs are judged by
 

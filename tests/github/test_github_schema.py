@@ -5,6 +5,7 @@ names a field GitHub does not have must fail the suite here, not in production")
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import pytest
@@ -15,8 +16,6 @@ from hypothesis import strategies as st
 from fleet.board import github_queries as q
 from tests.github import shape
 from tests.github.replay import FIXTURES
-
-pytestmark = pytest.mark.skipif(not shape.SCHEMA_PATH.exists(), reason=shape.SCHEMA_MISSING)
 
 GRAPHQL_FIXTURES = sorted(FIXTURES.glob("graphql_*.json"))
 
@@ -134,3 +133,24 @@ def test_a_cycle_costs_what_docs_github_md_says() -> None:
     assert 10 * q.query_cost(q.BOARD_PAGE, page) == 20  # 500 items: ten pages
     assert q.query_cost(q.EDGES, {"ids": ["x"] * 100}) == 2  # 100 candidates' lists
     assert q.query_cost(q.PROJECT) == 1  # the minimum charge
+
+
+# -- the schema is part of the repository (a plain clone runs these tests) ----------------------
+
+
+@pytest.mark.parametrize("path", [shape.SCHEMA_PATH, shape.OLDER_SCHEMA_PATH], ids=lambda p: p.name)
+def test_the_schema_is_in_the_repository_with_its_source_and_date(path: Any) -> None:
+    assert path.is_file() and path.stat().st_size > 1_000_000, path
+    readme = (shape.SCHEMA_DIR / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if f"`{path.name}`" in line)
+    assert "commit" in row and ("2026-03-06" in row or "2025-04" in row), row
+    root = shape.SCHEMA_DIR.parents[2]
+    if (root / ".git").exists():  # a checkout: the file must be tracked, or a clone lacks it
+        tracked = subprocess.run(["git", "-C", str(root), "ls-files", "--error-unmatch", str(path)],
+                                 capture_output=True, text=True, check=False)  # fmt: skip
+        assert tracked.returncode == 0, f"{path} is not tracked by git: {tracked.stderr}"
+
+
+def test_a_missing_schema_is_a_failure_not_a_skip(tmp_path: Any) -> None:
+    with pytest.raises(FileNotFoundError, match="missing from the repository"):
+        shape.schema(tmp_path / "absent.graphql")
