@@ -9,6 +9,7 @@ from __future__ import annotations
 from invoke import Collection, task
 
 from fleet.cmd import tasks_control, tasks_harness, tasks_hygiene, tasks_replay
+from fleet.cmd.taskguard import guard
 
 INV = {"inventory": "inventory.yaml path (default: $FLEET_INVENTORY or ./inventory.yaml)"}
 
@@ -155,7 +156,10 @@ def board_show(c, number, json=False, inventory=None):
     show(inventory, int(number), json)
 
 
-@task(name="list", help={**INV, "state": "open | closed", "json": "one JSON array"})
+@task(
+    name="list",
+    help={**INV, "state": "open | closed", "json": 'one JSON object: {"issues": [...]}'},
+)
 def board_list(c, state=None, json=False, inventory=None):
     """List issues."""
     from fleet.cmd.board import list_
@@ -353,3 +357,5 @@ ns = Collection(schedule, fleet_status, dispatch, demo, test, board, pr, invento
 for _task in (*tasks_hygiene.TASKS, *tasks_control.TASKS, *tasks_replay.TASKS):
     ns.add_task(_task)
 ns.add_collection(tasks_harness.harness)
+# Last, over everything above: --help never runs a task, --json always ends in one JSON object.
+guard(ns)

@@ -40,7 +40,10 @@ def announce_cmd(inv: str | None, apply: bool, as_json_: bool) -> None:
     except InvokeExit as exc:
         if exc.code != Exit.BOARD_UNREADABLE or apply:
             raise  # D5: --apply fails closed; nothing can be matched by title without the board
-        print(f"dry run: {exc.message}; nothing can be judged")
+        if as_json_:
+            emit_json({"outcome": "dry-run", "code": 0, "board_error": str(exc.message)})
+        else:
+            print(f"dry run: {exc.message}; nothing can be judged")
         return
     with ctx:
         report = announce(ctx, apply=apply)

@@ -48,7 +48,10 @@ def add(
 
 def show(inv: str | None, number: int, as_json: bool) -> None:
     with context(inv) as ctx:
-        issue = ctx.board.issue(number)
+        try:
+            issue = ctx.board.issue(number)
+        except BoardError as exc:
+            raise fail(Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
         if issue is None:
             raise fail(Exit.ISSUE_MISSING, f"#{number}: no such issue")
         if as_json:
@@ -100,9 +103,12 @@ def list_(inv: str | None, state: str | None, as_json: bool) -> None:
     with context(inv) as ctx:
         board = _local(ctx.board)
         want = IssueState(state) if state else None
-        issues = board.list_issues(want)  # type: ignore[attr-defined]
+        try:
+            issues = board.list_issues(want)  # type: ignore[attr-defined]
+        except BoardError as exc:
+            raise fail(Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
         if as_json:
-            emit_json([_issue_json(i, ctx.inventory.policy.identity) for i in issues])
+            emit_json({"issues": [_issue_json(i, ctx.inventory.policy.identity) for i in issues]})
             return
         for i in issues:
             print(f"#{i.number:<5} {i.state:<6} {i.status or '-':<12} {i.title}")

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +43,60 @@ def context(path: str | None, *, create: bool = False) -> FleetContext:
     return FleetContext(inv, board)
 
 
+@dataclass
+class _JsonOut:
+    emitted: int = 0
+
+
+# The ``--json`` command running in this context, so ``json_exits`` knows whether the command
+# already printed its object (a refusal prints its own, then exits with its code).
+_JSON_OUT: ContextVar[_JsonOut | None] = ContextVar("fleet_json_out", default=None)
+
+
 def emit_json(obj: Any) -> None:
     """One JSON object as the last line of stdout, for scripts."""
     print(json.dumps(obj, sort_keys=True, default=str))
     sys.stdout.flush()
+    out = _JSON_OUT.get()
+    if out is not None:
+        out.emitted += 1
+
+
+def error_json(command: str, code: int, message: str | None) -> dict[str, object]:
+    """The object a ``--json`` command prints when it ends without its own: the code it exits
+    with, that code's name (fleet/exits.py) and the sentence it prints on stderr."""
+    try:
+        name: str | None = Exit(code).name
+    except ValueError:
+        name = None  # not one of fleet's codes: 1 is an error that escaped (a traceback follows)
+    return {
+        "command": command,
+        "outcome": "error",
+        "code": code,
+        "code_name": name,
+        "error": message or "",
+    }
+
+
+@contextmanager
+def json_exits(command: str) -> Iterator[None]:
+    """Around a ``--json`` command: whatever way it ends, exactly one JSON object is the last line
+    of stdout, and the exit code is the one it has without ``--json`` (the exception is re-raised
+    untouched). A command that printed its own object is left alone."""
+    out = _JsonOut()
+    token = _JSON_OUT.set(out)
+    try:
+        yield
+    except InvokeExit as exc:
+        if not out.emitted:
+            emit_json(error_json(command, exc.code, exc.message))
+        raise
+    except Exception as exc:  # escapes as a traceback, exit 1: the object says so first
+        if not out.emitted:
+            emit_json(error_json(command, 1, f"crashed: {type(exc).__name__}: {exc}"))
+        raise
+    else:
+        if not out.emitted:
+            emit_json({"command": command, "outcome": "done", "code": 0})
+    finally:
+        _JSON_OUT.reset(token)

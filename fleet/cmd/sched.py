@@ -24,16 +24,32 @@ from fleet.switches import read_switches
 from fleet.trace import read_trace
 
 
-def _unopenable(inv: str | None, apply: bool, message: str) -> None:
+def _unopenable(inv: str | None, apply: bool, message: str, as_json_: bool) -> None:
     """The board could not even be opened: fail closed for --apply, report in a dry run (D5),
     and write the heartbeat either way — every sweep exit path writes one (D14)."""
     invy = inventory(inv)
     code = Exit.BOARD_UNREADABLE if apply else Exit.OK
     report = TickReport("failed", Plan(board_error=message), exit=code)
     write_heartbeat(Path(invy.state_dir), report, datetime.now(UTC), apply=apply)
+    if as_json_:
+        emit_json(_tick_json(report))
     if apply:
         raise fail(code, message)
-    print(f"dry run: {message}")
+    if not as_json_:
+        print(f"dry run: {message}")
+
+
+def _tick_json(report: TickReport) -> dict[str, object]:
+    plan = report.plan
+    return {
+        "outcome": report.outcome,
+        "code": int(report.exit),
+        "summary": plan.summary(),
+        "board_error": plan.board_error,
+        "dispatch": [d.__dict__ for d in plan.dispatch],
+        "results": [r.to_json() for r in report.results],
+        "waiting": [w.__dict__ for w in plan.waiting],
+    }
 
 
 def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
@@ -42,7 +58,7 @@ def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
     except InvokeExit as exc:
         if exc.code != Exit.BOARD_UNREADABLE:
             raise
-        _unopenable(inv, apply, str(exc.message))
+        _unopenable(inv, apply, str(exc.message), as_json_)
         return
     with ctx:
         try:
@@ -52,15 +68,7 @@ def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
             raise fail(Exit.SWEEP_CRASHED, f"sweep crashed: {exc!r}") from None
         plan = report.plan
         if as_json_:
-            emit_json(
-                {
-                    "outcome": report.outcome,
-                    "summary": plan.summary(),
-                    "dispatch": [d.__dict__ for d in plan.dispatch],
-                    "results": [r.to_json() for r in report.results],
-                    "waiting": [w.__dict__ for w in plan.waiting],
-                }
-            )
+            emit_json(_tick_json(report))
         else:
             print(f"{'apply' if apply else 'dry run'}: {plan.summary()}")
             for d in plan.dispatch:
