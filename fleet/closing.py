@@ -6,12 +6,23 @@ colon, then whitespace, then the reference ``#N`` or ``owner/repo#N`` — the ke
 **immediately** before the reference (D16). "fixes #1 and #2" closes #1 only; "fixes the criterion from
 VERIFY #6038" closes nothing. Quoting does not matter to the forge: a keyword inside a blockquote or a
 code span is still live, which is why generated text must never carry one (D14).
+
+PR bodies and comments are written by agents and strangers, so the number is bounded: a reference
+is at most :data:`MAX_DIGITS` digits and at most :data:`MAX_ISSUE_NUMBER` (GitHub's issue ``number``
+is a GraphQL ``Int``, a signed 32-bit value), and anything longer is text, not a reference. Without
+the bound, ``fixes #`` and 5,000 digits raised ``ValueError`` in every later close-out (Python's
+int-from-string limit) and ``#99999999999999999999`` overflowed SQLite's integer inside a merge.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+# GraphQL's Int (GitHub's ``Issue.number``) is a signed 32-bit integer: no issue number is larger.
+MAX_ISSUE_NUMBER = 2**31 - 1
+MAX_DIGITS = len(str(MAX_ISSUE_NUMBER))
 
 KEYWORDS = ("close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved")
 
@@ -19,7 +30,7 @@ _KEYWORD = "|".join(sorted(KEYWORDS, key=len, reverse=True))
 # (?<![\w-]) : "prefixes #3" and "un-fix #3" are not the keyword "fixes"/"fix".
 _CLOSING = re.compile(
     rf"(?<![\w/-])(?P<kw>{_KEYWORD}):?[ \t\r\n]+"
-    r"(?:(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+))?#(?P<num>[0-9]+)\b",
+    r"(?:(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+))?#(?P<num>[0-9]{1,%d})\b" % MAX_DIGITS,
     re.IGNORECASE,
 )
 
@@ -36,10 +47,17 @@ class ClosingRef:
 def closing_refs(text: str) -> tuple[ClosingRef, ...]:
     """Every closing reference in ``text``, in order, duplicates removed."""
     seen: dict[tuple[int, str], ClosingRef] = {}
-    for m in _CLOSING.finditer(text or ""):
+    for m in _live(text):
         ref = ClosingRef(int(m.group("num")), (m.group("repo") or "").lower())
         seen.setdefault((ref.number, ref.repository), ref)
     return tuple(seen.values())
+
+
+def _live(text: str) -> Iterator[re.Match[str]]:
+    """The matches whose number can be an issue number (at most :data:`MAX_ISSUE_NUMBER`)."""
+    for m in _CLOSING.finditer(text or ""):
+        if int(m.group("num")) <= MAX_ISSUE_NUMBER:  # at most MAX_DIGITS digits: int() is safe
+            yield m
 
 
 def closes(text: str, number: int, repository: str = "") -> bool:
@@ -49,7 +67,7 @@ def closes(text: str, number: int, repository: str = "") -> bool:
 
 def has_live_keyword(text: str) -> bool:
     """True when ``text`` would close something if a PR quoted it (D14)."""
-    return _CLOSING.search(text or "") is not None
+    return next(_live(text), None) is not None
 
 
 def defuse(text: str) -> str:

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from fleet.closing import ClosingRef, closes, closing_refs, defuse, has_live_keyword
+from fleet.closing import (
+    MAX_ISSUE_NUMBER,
+    ClosingRef,
+    closes,
+    closing_refs,
+    defuse,
+    has_live_keyword,
+)
 from tests.builders import CLOSING_TEXT
 
 FAST = settings(max_examples=200, deadline=None)
@@ -108,3 +116,35 @@ def test_defuse_never_leaves_a_live_keyword(text: str) -> None:
     # Only zero-width joiners are added: what a human reads is unchanged.
     assert out.replace("\u2060", "") == text.replace("\u2060", "")
     assert defuse(out) == out
+
+
+# -- the bound: agent and board text never escapes as a crash (issue 16) --------------------------
+
+BOUNDS = [
+    (f"fixes #{MAX_ISSUE_NUMBER}", [(MAX_ISSUE_NUMBER, "")]),
+    (f"fixes #{MAX_ISSUE_NUMBER + 1}", []),
+    ("fixes #99999999999999999999", []),  # past SQLite's 64-bit integer
+    ("fixes #" + "9" * 5000, []),  # past Python's int-from-string limit
+    ("fixes #" + "1" * 5000 + " and fixes #7", [(7, "")]),
+    ("fixes #00000000012", []),  # eleven digits is not a reference, whatever its value
+]
+
+
+@pytest.mark.parametrize(("text", "refs"), BOUNDS)
+def test_a_reference_is_bounded_like_an_issue_number(text: str, refs: list) -> None:
+    assert [(r.number, r.repository) for r in closing_refs(text)] == refs
+    assert has_live_keyword(text) is bool(refs)
+
+
+DIGITS = st.text(alphabet="0123456789", min_size=1, max_size=6000)
+SEPARATORS = st.sampled_from(["fixes #", "closes: #", "Resolves o/r#", " #", "#", "\n", " "])
+
+
+@FAST
+@given(st.lists(st.one_of(DIGITS, SEPARATORS, st.text(max_size=20)), max_size=8).map("".join))
+def test_no_crafted_reference_escapes_as_a_crash(text: str) -> None:
+    refs = closing_refs(text)
+    assert all(0 <= r.number <= MAX_ISSUE_NUMBER for r in refs)
+    assert has_live_keyword(text) is bool(refs)
+    out = defuse(text)
+    assert closing_refs(out) == () and not has_live_keyword(out)
