@@ -38,6 +38,7 @@ from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
 from fleet.markers import Kind, history, render
 from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView
 from fleet.observe import probe_fleet, probe_worker
+from fleet.origin import target_origins
 from fleet.runner.capacity import describe
 from fleet.select import (
     choose_worker,
@@ -222,7 +223,8 @@ def _usable(ctx: FleetContext, w: WorkerConfig, view: WorkerView) -> WorkerView:
 
 def _sync(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> str:
     origin = str(ctx.inventory.board.origin) if ctx.inventory.board.origin else None
-    cmd = sync_command(w.clone, origin=origin, note=f"run {run_id} of #{issue}")
+    accept = target_origins(ctx.inventory.board)
+    cmd = sync_command(w.clone, origin=origin, note=f"run {run_id} of #{issue}", accept=accept)
     try:
         res = ctx.transport(w).run(cmd, timeout=SYNC_TIMEOUT_S)
         out = parse_sync(res.stdout)
@@ -230,6 +232,14 @@ def _sync(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> str:
         ctx.forget(w.name)
         out = parse_sync(None)
         out = type(out)(out.state, f"{out.detail}: {exc}")
+    if out.state is SyncState.FOREIGN_ORIGIN:  # 9: an agent may have rewritten .git/config
+        raise _Refused(
+            9,
+            Exit.CLONE_FOREIGN_ORIGIN,
+            f"worker {w.name} clone {w.clone}: origin is {out.detail}, the inventory names "
+            f"{accept.describe()}",
+            w.name,
+        )
     if not out.synced:  # 9
         raise _Refused(
             9, Exit.CLONE_UNSYNCED, f"worker {w.name} clone {w.clone}: {out.detail}", w.name

@@ -30,6 +30,7 @@ class Exit(IntEnum):
     NO_PERMISSION = 31  # check 8: the master cannot write its state directory
     NO_RUNNER = 32  # check 8: fleet's runner is not installed for this master
     CLONE_UNSYNCED = 33  # check 9
+    CLONE_FOREIGN_ORIGIN = 34  # check 9: the clone's origin is not the inventory's (fleet.origin)
     HELD_LIVE = 41  # check 10: same worker, the unit is live
     HELD_FINISHED = 42  # check 10: the name is held by a finished unit still unloading
     SUPERVISOR_FAILED = 43  # check 10: the supervisor failed, not a collision

@@ -3,7 +3,9 @@
 Verify the outcome, never the exit code (D11): a fetch can exit 0 against a stale remote ref, so the
 script compares the fetched ref with what the remote says ``main`` is *now*, and prints one token:
 ``fleet-sync:ok <sha>``, ``fleet-sync:stashed <sha>`` (a dirty tree was stashed, never discarded,
-then synced) or ``fleet-sync:failed <why>``. The script always exits 0; no token means nothing ran.
+then synced), ``fleet-sync:foreign-origin <url>`` (the clone's origin is not the inventory's:
+:mod:`fleet.origin`) or ``fleet-sync:failed <why>``. The script always exits 0; no token means
+nothing ran. Every value that reaches the script is ``shlex.quote``d, the clone path included.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from enum import StrEnum
+
+from fleet.origin import AcceptedOrigins, remote_origins
 
 TOKEN = "fleet-sync:"
 # A fetch of a large repository is the longest thing a holder does under the clone lock.
@@ -26,6 +30,7 @@ class SyncState(StrEnum):
     OK = "ok"
     STASHED = "stashed"
     FAILED = "failed"
+    FOREIGN_ORIGIN = "foreign-origin"  # origin resolves to a remote the inventory does not name
     NOTHING_RAN = "nothing-ran"
 
 
@@ -39,13 +44,43 @@ class SyncResult:
         return self.state in (SyncState.OK, SyncState.STASHED)
 
 
-def sync_command(clone: str, *, origin: str | None, branch: str = "main", note: str = "") -> str:
+def origin_check(accept: AcceptedOrigins) -> str:
+    """The script's check that ``origin`` (fetch and push URL) resolves to an accepted remote.
+
+    ``case`` with quoted patterns compares literally; ``exact`` byte for byte, ``folded`` after
+    lowering. Empty when nothing is known to compare against.
+    """
+    if not accept.known:
+        return ""
+    exact = "|".join(shlex.quote(u) for u in accept.exact) or "''"
+    folded = "|".join(shlex.quote(u.lower()) for u in accept.folded) or "''"
+    return (
+        'for u in "$(git remote get-url origin 2>/dev/null)" '
+        "\"$(git remote get-url --push origin 2>/dev/null)\"; do ok=''; "
+        f'case "$u" in {exact}) ok=1;; esac; '
+        "l=$(printf '%s' \"$u\" | tr '[:upper:]' '[:lower:]'); "
+        f'case "$l" in {folded}) ok=1;; esac; '
+        f'if [ -z "$ok" ]; then echo "{TOKEN}foreign-origin ${{u:-none}}"; exit 0; fi; done; '
+    )
+
+
+def sync_command(
+    clone: str,
+    *,
+    origin: str | None,
+    branch: str = "main",
+    note: str = "",
+    accept: AcceptedOrigins | None = None,
+) -> str:
     """Make ``clone`` exist and sit detached at a verified-fresh ``origin/<branch>``.
 
-    ``origin`` is used only to create a missing clone. A dirty tree is stashed with a message that
-    names the run about to start (D10: the pre-flight that ran ``reset --hard`` inside a live tree
-    destroyed five edits; ours never discards).
+    ``origin`` is used to create a missing clone. ``accept`` names the remotes the clone's origin
+    may resolve to (default: ``origin`` itself); a clone pointing elsewhere is refused before
+    anything is fetched. A dirty tree is stashed with a message that names the run about to start
+    (D10: the pre-flight that ran ``reset --hard`` inside a live tree destroyed five edits; ours
+    never discards).
     """
+    accept = remote_origins(origin) if accept is None else accept
     c, b = shlex.quote(clone), shlex.quote(branch)
     msg = shlex.quote(f"fleet: stashed before {note}".strip())
     fail = f"echo {TOKEN}failed"
@@ -58,10 +93,11 @@ def sync_command(clone: str, *, origin: str | None, branch: str = "main", note: 
     lock = shlex.quote(clone_lock_path(clone))
     # One sync of a clone at a time: two dispatchers (or a dispatcher and a starting run) that
     # clone or stash the same checkout at once break each other. No flock: proceed, and say so (D5).
+    # The braces keep ``2>/dev/null`` to the exec: on exec itself it would silence every warning.
     serialise = (
-        f'mkdir -p -- "$(dirname -- {lock})" 2>/dev/null; exec 9>>{lock} 2>/dev/null; '
+        f'mkdir -p -- "$(dirname -- {lock})" 2>/dev/null; {{ exec 9>>{lock}; }} 2>/dev/null; '
         f"if command -v flock >/dev/null 2>&1; then flock -w {CLONE_LOCK_WAIT_S} 9 || "
-        f"echo 'fleet-sync: warning: clone lock {clone}.lock not taken; syncing anyway' >&2; "
+        f"echo 'fleet-sync: warning: clone lock '{lock}' not taken; syncing anyway' >&2; "
         "else echo 'fleet-sync: warning: no flock here; syncing without the clone lock' >&2; fi; "
     )
     return (
@@ -69,17 +105,19 @@ def sync_command(clone: str, *, origin: str | None, branch: str = "main", note: 
         + serialise
         + f"if ! git -C {c} rev-parse --git-dir >/dev/null 2>&1; then {create}; fi; "
         f"cd {c} || {{ {fail} 'cannot enter clone'; exit 0; }}; "
-        "stashed=''; "
+        + origin_check(accept)
+        + "stashed=''; "
         'if [ -n "$(git status --porcelain 2>/dev/null)" ]; then '
         f"git stash push -u -q -m {msg} >/dev/null 2>&1 && stashed=1 || "
         f"{{ {fail} 'dirty tree could not be stashed'; exit 0; }}; fi; "
         f"git fetch -q origin >/dev/null 2>&1 || {{ {fail} 'fetch failed'; exit 0; }}; "
-        f"want=$(git ls-remote origin refs/heads/{b} 2>/dev/null | cut -f1); "
-        f"have=$(git rev-parse -q --verify origin/{b} 2>/dev/null); "
-        f'if [ -z "$want" ] || [ "$want" != "$have" ]; then '
-        f'{fail} "stale: origin/{branch} is ${{have:-none}}, remote has ${{want:-none}}"; exit 0; fi; '
-        f"git checkout -q --detach origin/{b} >/dev/null 2>&1 || "
-        f"{{ {fail} 'checkout of origin/{branch} failed'; exit 0; }}; "
+        f"b={b}; "
+        'want=$(git ls-remote origin "refs/heads/$b" 2>/dev/null | cut -f1); '
+        'have=$(git rev-parse -q --verify "origin/$b" 2>/dev/null); '
+        'if [ -z "$want" ] || [ "$want" != "$have" ]; then '
+        f'{fail} "stale: origin/$b is ${{have:-none}}, remote has ${{want:-none}}"; exit 0; fi; '
+        'git checkout -q --detach "origin/$b" >/dev/null 2>&1 || '
+        f'{{ {fail} "checkout of origin/$b failed"; exit 0; }}; '
         f'if [ -n "$stashed" ]; then echo "{TOKEN}stashed $have"; else echo "{TOKEN}ok $have"; fi; '
         "exit 0 ); exit 0"
     )

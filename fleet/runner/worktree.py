@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.inventory import Inventory, WorkerConfig
+from fleet.origin import foreign, target_origins
 from fleet.sync import clone_lock_path
 
 # Bounds one git step on a local clone; a fetch of a large repo is the slowest we run.
@@ -82,6 +83,7 @@ def _make(clone: Path, worker: WorkerConfig, inv: Inventory, issue: int, run_id:
             raise WorktreeError(f"clone {clone} is missing and the board names no origin")
         clone.parent.mkdir(parents=True, exist_ok=True)
         _git("clone", "-q", "--", str(origin), str(clone))
+    _check_origin(clone, inv)
     _git("fetch", "-q", "origin", cwd=clone)
     base = _git("rev-parse", "--verify", "origin/main", cwd=clone)
     root = Path(os.path.realpath(os.path.expanduser(worker.state_dir))) / "worktrees"
@@ -94,6 +96,22 @@ def _make(clone: Path, worker: WorkerConfig, inv: Inventory, issue: int, run_id:
     if Path(top) != path or head != base:
         raise WorktreeError(f"worktree {path} did not verify (toplevel {top}, HEAD {head})")
     return Worktree(clone, path, base)
+
+
+def _check_origin(clone: Path, inv: Inventory) -> None:
+    """Check 9 again, at the moment it matters: an agent running beside this run shares the clone's
+    ``.git/config`` and may have pointed ``origin`` elsewhere since dispatch synced it."""
+    accept = target_origins(inv.board)
+    if not accept.known:
+        return
+    urls = [_git("remote", "get-url", "origin", cwd=clone)]
+    urls.append(_git("remote", "get-url", "--push", "origin", cwd=clone))
+    bad = foreign(urls, accept)
+    if bad is not None:
+        raise WorktreeError(
+            f"clone {clone}: origin is {bad}, the inventory names {accept.describe()} "
+            "(foreign-origin: nothing was fetched)"
+        )
 
 
 def release_worktree(wt: Worktree) -> bool:

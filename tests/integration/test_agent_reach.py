@@ -4,14 +4,17 @@ through the text it writes and the files it can touch, each attack run through t
 
 from __future__ import annotations
 
+import subprocess
+
 import git
 import pytest
 
-from fleet.exits import RunExit
+from fleet.exits import Exit, RunExit
 from fleet.markers import Kind
 from fleet.model import IssueState
 from tests.contract import push_branch
-from tests.integration.test_runner_steps import fleet_at, markers, run_runner
+from tests.integration.test_dispatch import refuses
+from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,3 +60,31 @@ def test_a_reference_past_sqlite_integers_does_not_crash_the_merge_after_main_mo
         assert git.Repo(origin).commit("main").parents[0].hexsha == before
         issue = f.board.issue(n)
         assert issue is not None and issue.state is IssueState.CLOSED
+
+
+# -- the shared clone's .git/config ----------------------------------------------------------------
+
+
+def test_an_agent_that_points_the_shared_clone_elsewhere_redirects_no_later_run(tmp_path) -> None:
+    """The agent's worktree shares the clone's config: one ``git remote set-url`` and, before the
+    check, every later run on the worker started from (and pushed to) the agent's remote."""
+    evil = tmp_path.resolve() / "evil.git"
+    agent = f"git remote set-url origin {evil} && echo redirected"
+    with fleet_at(tmp_path, agent=agent) as f:
+        origin = f.inventory.board.origin
+        subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(evil)], check=True)
+        first = f.board.create_issue("first", "body")
+        run_runner(f, first, "r1")  # the agent's run: it rewrites origin, then ends
+        clone = worker(f).clone
+        assert git.Repo(clone).remote("origin").url == str(evil)
+        second = f.board.create_issue("second", "body")
+
+        line = refuses(f, second, Exit.CLONE_FOREIGN_ORIGIN, 9, worker="w1")
+        assert str(evil) in line and str(origin) in line
+
+        # A runner started anyway (a hand dispatch raced the edit) re-checks before it fetches.
+        res = run_runner(f, second, "r2")
+        assert res.returncode == RunExit.FAILED, res.stderr
+        assert markers(f, second) == [Kind.START, Kind.FAILED]
+        issue = f.board.issue(second)
+        assert issue is not None and "foreign-origin" in issue.comments[-1].body

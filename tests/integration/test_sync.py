@@ -59,3 +59,60 @@ def test_no_origin_and_no_clone_fails_with_its_reason(tmp_path: Path) -> None:
 def test_silence_is_nothing_ran() -> None:
     assert parse_sync("motd\n").state is SyncState.NOTHING_RAN
     assert parse_sync(None).state is SyncState.NOTHING_RAN
+
+
+# -- every inventory value is quoted; the origin is the inventory's (issue 16) -------------------
+
+ODD_NAMES = [
+    "sp ace'$(touch PWNED)'",  # balanced quotes: unquoted, the $() ran
+    "q\"uo'te $(touch PWNED) `touch PWNED`",  # unbalanced: unquoted, the script did not parse
+]
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_a_clone_path_with_spaces_quotes_and_substitutions_syncs_and_runs_nothing(
+    origin: Path, tmp_path: Path, name: str
+) -> None:
+    # A flock that never takes the lock sends the script down its warning branch, the one that
+    # printed the clone path unquoted.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "flock").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "flock").chmod(0o755)
+    odd_origin = tmp_path / f"o {name}.git"
+    origin.rename(odd_origin)
+    clone = tmp_path / name / "clone"
+    cmd = sync_command(str(clone), origin=str(odd_origin), note=f"run {name}")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    for expected in (SyncState.OK, SyncState.OK):  # the clone is made, then synced again
+        res = _sh(cmd, cwd=tmp_path, env=env)
+        assert parse_sync(res.stdout).state is expected, res.stdout + res.stderr
+        assert "not taken; syncing anyway" in res.stderr
+    assert (clone / ".git").is_dir()
+    assert not list(tmp_path.rglob("PWNED"))
+
+
+def _bare_copy(origin: Path, where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(where)], check=True)
+    return where
+
+
+@pytest.mark.parametrize("how", ["set-url", "push-url", "insteadOf"])
+def test_a_clone_whose_origin_was_rewritten_is_refused_before_anything_is_fetched(
+    origin: Path, tmp_path: Path, how: str
+) -> None:
+    clone = tmp_path / "clone"
+    cmd = sync_command(str(clone), origin=str(origin), note="run r1 of #7")
+    assert parse_sync(_sh(cmd).stdout).state is SyncState.OK
+    evil = _bare_copy(origin, tmp_path / "evil.git")
+    edit = {
+        "set-url": ["remote", "set-url", "origin", str(evil)],
+        "push-url": ["remote", "set-url", "--push", "origin", str(evil)],
+        "insteadOf": ["config", f"url.{evil}.insteadOf", str(origin)],
+    }[how]
+    subprocess.run(["git", "-C", str(clone), *edit], check=True)
+
+    out = parse_sync(_sh(cmd).stdout)
+
+    assert out.state is SyncState.FOREIGN_ORIGIN and out.detail == str(evil)
+    assert not out.synced
