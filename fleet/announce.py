@@ -9,8 +9,9 @@ A stall is announced only when no mechanism of the fleet will ever move it:
 - a **parked item long past its due time** — nothing in this plan holds it, yet no sweep moved it;
 - a **capacity-dark worker past its stated reset** (when the probe still reports it dark; today's
   probe lets a passed rate-limit reset take work again, which is the mechanism working), or with
-  **no stated reset** for longer than a bound: the capacity file is cleared only by a clean run on
-  that worker, and no run is ever sent to a dark worker (D8), so no clock clears it;
+  **no stated reset** for longer than a bound: such a worker takes one canary run per
+  ``fleet.canary.CANARY_PERIOD_S``, and a darkness that outlived two periods is one the canary has
+  not cleared;
 - a **sweeper heartbeat** older than twice the timer period, or none at all: the sweeper is not
   running, which "nothing to do" must never be mistaken for (D14, D20).
 
@@ -36,6 +37,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from fleet.canary import CANARY_PERIOD_S
 from fleet.closing import defuse
 from fleet.markers import History, Kind, history, is_tombstone, parked_until
 from fleet.model import CapacitySource, Issue, Plan, Policy, Snapshot, WorkerView, iso, parse_iso
@@ -53,10 +55,11 @@ PARKED_OVERDUE_PERIODS = 3
 # A dark worker whose stated reset passed: one timer period of grace, so a sweep that would act on
 # the passed reset gets its turn before a report says nobody will.
 DARK_RESET_GRACE_PERIODS = 1
-# A rate limit with no stated reset: the provider's shortest window is five hours (rate_limit_event
-# rateLimitType five_hour, docs/facts.md). Past it a session limit has certainly reset, and
-# the worker is dark only because nothing clears the capacity file by the clock.
-NO_RESET_BOUND_S = 5 * 3600
+# A rate limit with no stated reset: the worker takes its first canary run one CANARY_PERIOD_S
+# (five hours, the provider's shortest limit window) after the limit. Two periods is the canary's
+# turn plus the time its clean run would have needed to heal the worker: past it the darkness is
+# one the canary did not clear (it met the limit again, or no work was there to send).
+NO_RESET_BOUND_S = 2 * CANARY_PERIOD_S
 # A revoked entitlement: no clock ever clears it, so waiting buys one thing only — not reporting a
 # credential a human is replacing at this moment. Two sweeps is that moment.
 REVOKED_BOUND_PERIODS = 2
@@ -429,8 +432,9 @@ _WHY = {
         "sent to a dark worker (D8), and only a clean run there clears its capacity file."
     ),
     StallKind.DARK_NO_RESET: (
-        "The provider stated no reset, and the capacity file is cleared only by a clean run on the "
-        "worker, which no dispatch will send to a dark worker (D8)."
+        "The provider stated no reset. The worker takes one canary run per canary period, and "
+        "only a clean run that started after the limit clears the capacity file (D8); this "
+        "darkness has outlived two periods, so the canaries met the limit again or never went."
     ),
     StallKind.DARK_REVOKED: (
         "A revoked entitlement is not a rate limit: no clock clears it, only a human (D8)."

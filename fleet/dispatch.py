@@ -26,7 +26,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fleet.board.base import BoardError, BoardPage, BoardUnreadable
@@ -211,7 +211,7 @@ def _usable(ctx: FleetContext, w: WorkerConfig, view: WorkerView) -> WorkerView:
         raise _Refused(
             8, _REACH_CODES[view.reach], f"worker {w.name}: {view.reach}: {view.detail}", w.name
         )
-    if view.capacity is not None:  # 4: one remedy per source (D8)
+    if view.capacity is not None and view.dark:  # 4: one remedy per source (D8)
         code = (
             Exit.DARK_REVOKED
             if view.capacity.source is CapacitySource.REVOKED
@@ -219,6 +219,23 @@ def _usable(ctx: FleetContext, w: WorkerConfig, view: WorkerView) -> WorkerView:
         )
         raise _Refused(4, code, f"worker {w.name} {describe(view.capacity, ctx.clock())}", w.name)
     return view
+
+
+def _canary_still_open(w: WorkerConfig, view: WorkerView, views: tuple[WorkerView, ...]) -> None:
+    """Check 4 again under the fleet lock, for a canary only: its one run goes only while the
+    worker has no live unit, so two dispatchers that both saw the canary open send one (D8)."""
+    if not view.canary:
+        return
+    for v in views:
+        live = [u.name for u in v.units if u.live] if v.name == w.name else []
+        if live:
+            raise _Refused(
+                4,
+                Exit.DARK_RATE_LIMIT,
+                f"worker {w.name} dark: rate limit, reset unknown; its one canary run is taken "
+                f"({', '.join(live)} live)",
+                w.name,
+            )
 
 
 def _sync(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> str:
@@ -304,7 +321,9 @@ def _claim(
     try:
         with fleet_lock(ctx) as lock:
             t_probe = time.monotonic()
-            _no_live_run(ctx, probe_fleet(ctx), issue, w)
+            views = probe_fleet(ctx)
+            _no_live_run(ctx, views, issue, w)
+            _canary_still_open(w, view, views)
             env = {
                 "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
                 "FLEET_INVENTORY": inventory_arg(inv),
@@ -553,6 +572,9 @@ def _batch(
                 else:
                     g.w = _choose(ctx, issues[g.at], wanted)
                 g.view = _usable(ctx, g.w, by_name[g.w.name])
+                if g.view.canary:  # one canary run per worker: dark again for the rest
+                    views = _canary_taken(views, g.w.name)
+                    by_name[g.w.name] = replace(g.view, canary=False)
             except _Refused as r:
                 refuse(g, r)
                 going.remove(g)
@@ -560,6 +582,10 @@ def _batch(
     if going:
         _claim_batch(ctx, going, refuse, out, began=began, size=len(requests))
     return [out[i] for i in range(len(requests))]
+
+
+def _canary_taken(views: tuple[WorkerView, ...], name: str) -> tuple[WorkerView, ...]:
+    return tuple(replace(v, canary=False) if v.name == name else v for v in views)
 
 
 def _by_worker(going: list[_Going]) -> dict[str, list[_Going]]:
@@ -649,6 +675,8 @@ def _claim_batch(
                 assert g.w is not None
                 try:
                     _no_live_run(ctx, views, g.issue, g.w)
+                    assert g.view is not None
+                    _canary_still_open(g.w, g.view, views)
                 except _Refused as r:
                     refuse(g, r)
                     going.remove(g)

@@ -181,6 +181,9 @@ class Capacity:
     evidence: str
     written_at: datetime | None = None
     issue: int | None = None
+    # When a canary run last started on this darkness (fleet.canary): a rate limit with no stated
+    # reset is probed by one run per CANARY_PERIOD_S, counted from the later of the two stamps.
+    canary_at: datetime | None = None
 
 
 class Reach(StrEnum):
@@ -223,6 +226,8 @@ class WorkerView:
     units: tuple[Unit, ...] = ()
     detail: str = ""  # why it is unreachable, in the probe's words
     path: str = ""  # the worker's PATH after repair (check 0), handed to units explicitly (D3)
+    # Dark with no stated reset, yet one canary run may go now (fleet.canary): not dark for it.
+    canary: bool = False
 
     @property
     def reachable(self) -> bool:
@@ -230,7 +235,7 @@ class WorkerView:
 
     @property
     def dark(self) -> bool:
-        return self.capacity is not None
+        return self.capacity is not None and not self.canary
 
 
 @dataclass(frozen=True)

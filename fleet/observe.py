@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fleet.board.base import BoardPage, BoardUnreadable
+from fleet.canary import canary_open
 from fleet.context import FleetContext
 from fleet.halt import read_halt_file
 from fleet.inventory import WorkerConfig
@@ -153,7 +154,9 @@ def probe_worker(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[s
         return WorkerView(
             w.name, w.lane, Reach.UNREACHABLE, capacity, detail=f"unit probe failed: {exc}"
         ), warnings
-    return WorkerView(w.name, w.lane, Reach.OK, capacity, tuple(units), path=path), warnings
+    canary = canary_open(capacity, units, ctx.clock())  # one probe run on an unknown reset (D8)
+    view = WorkerView(w.name, w.lane, Reach.OK, capacity, tuple(units), path=path, canary=canary)
+    return view, warnings
 
 
 def probe_units(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[str]]:

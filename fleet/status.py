@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fleet.canary import CANARY, canary_text
 from fleet.idle import idle, place
 from fleet.markers import Kind, history, parked_until
 from fleet.model import CapacitySource, Plan, Reach, Snapshot, Waiting, WorkerView, parse_iso
@@ -210,6 +211,8 @@ def _worker_state(v: WorkerView) -> str:
         return UNREACHABLE
     if not v.reachable:
         return v.reach.value  # no-permission / no-runner: check 8's other answers (D20)
+    if v.canary:
+        return CANARY  # dark, but its one probe run may go now (fleet.canary)
     return DARK if v.dark else HEALTHY
 
 
@@ -223,7 +226,10 @@ def _worker_reason(v: WorkerView, now: datetime) -> str:
     if cap.source is CapacitySource.REVOKED:
         remedy = "a clock never clears it: renew the credential and delete the capacity file"
     elif cap.reset_at is None:
-        remedy = "the provider stated no reset; a clean run on this worker heals it"
+        remedy = (
+            "the provider stated no reset; a clean run that starts after it heals it — "
+            + canary_text(cap, v.units, now)
+        )
     elif cap.reset_at > now:
         remedy = f"clears on a clock, in {_ago(cap.reset_at, now)}"
     else:

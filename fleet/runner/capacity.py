@@ -29,6 +29,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from fleet.canary import canary_due
 from fleet.model import Capacity, CapacitySource, iso, parse_iso, utc
 from fleet.runner.envelope import Envelope
 
@@ -38,9 +39,11 @@ CAPACITY_FILE = "capacity.json"
 # a human reads in one status line.
 _EVIDENCE_CHARS = 300
 
-# HTTP statuses in the envelope's api_error_status (notes/agent-facts.md): 429 = rate limited;
-# 401/403 = the credential or entitlement is gone (source revoked, no reset time).
-_RATE_LIMITED = frozenset({429})
+# HTTP statuses in the envelope's api_error_status: 401/403 = the credential or entitlement is gone
+# (source revoked, no reset time). A 429 is deliberately absent: D7 names it the transient
+# signature (the retry gate's fact 1), a blip the CLI's own ladder already fought, not a provider
+# quota — a quota limit states itself in the limit texts below. Read as a limit, one 429 would darken
+# a healthy worker with an unknown reset.
 _AUTH_GONE = frozenset({401, 403})
 
 _LINE_START = r"^[^\w\n]{0,8}(?:(?:api\s+)?error:\s*)?"
@@ -182,13 +185,6 @@ def _rate_limit(text: str, envelope: Envelope | None, now: datetime) -> LimitSig
             return LimitSignal(
                 CapacitySource.RATE_LIMIT, _reset_from(m["rest"], now), _evidence(m[0])
             )
-    if envelope is not None and envelope.api_error_status in _RATE_LIMITED:
-        line = envelope.result.strip().splitlines()[0] if envelope.result.strip() else ""
-        return LimitSignal(
-            CapacitySource.RATE_LIMIT,
-            None,
-            _evidence(f"api_error_status={envelope.api_error_status} {line}"),
-        )
     return None
 
 
@@ -230,6 +226,7 @@ def write_capacity(path: Path, cap: Capacity) -> None:
         "evidence": cap.evidence,
         "written_at": iso(cap.written_at),
         "issue": cap.issue,
+        "canary_at": iso(cap.canary_at),
     }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -252,10 +249,11 @@ def _capacity_from(data: object) -> Capacity:
         raise ValueError("evidence is not a string")
     if issue is not None and (isinstance(issue, bool) or not isinstance(issue, int)):
         raise ValueError("issue is not an integer")
-    stamps = [data.get("reset_at"), data.get("written_at")]
+    stamps = [data.get("reset_at"), data.get("written_at"), data.get("canary_at")]
     if any(s is not None and not isinstance(s, str) for s in stamps):
-        raise ValueError("reset_at/written_at is not an ISO timestamp")
-    return Capacity(source, parse_iso(stamps[0]), evidence, parse_iso(stamps[1]), issue)
+        raise ValueError("reset_at/written_at/canary_at is not an ISO timestamp")
+    reset, written, canary = (parse_iso(s) for s in stamps)
+    return Capacity(source, reset, evidence, written, issue, canary)
 
 
 def read_capacity(path: Path) -> tuple[Capacity | None, str | None]:
@@ -303,7 +301,13 @@ def describe(cap: Capacity, now: datetime, *, path: Path | None = None) -> str:
             f"renew the credential and delete {where} (evidence: {cap.evidence})"
         )
     if cap.reset_at is None:
-        return f"dark: rate limit, reset unknown (evidence: {cap.evidence})"
+        due = canary_due(cap)
+        probe = (
+            f"one canary run allowed from {_stamp(due)}, when no unit is live there"
+            if due is not None
+            else f"no written_at to time a canary from: delete {where} by hand"
+        )
+        return f"dark: rate limit, reset unknown; {probe} (evidence: {cap.evidence})"
     left = utc(cap.reset_at) - utc(now)
     if left.total_seconds() <= 0:
         return f"dark: rate limit, stated reset {_stamp(cap.reset_at)} passed {_span(left)} ago"

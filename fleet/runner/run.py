@@ -33,14 +33,9 @@ from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
 from fleet.model import Comment, PullRequest, iso
 from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
-from fleet.runner.capacity import (
-    capacity_path,
-    clear_capacity,
-    is_clean,
-    to_capacity,
-    write_capacity,
-)
+from fleet.runner.capacity import capacity_path, is_clean, to_capacity
 from fleet.runner.closeout import CloseOut, decide_close_out
+from fleet.runner.heal import darken, describe_heal, heal, stamp_canary
 from fleet.runner.worktree import Worktree, WorktreeError, make_worktree, release_worktree
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -66,6 +61,7 @@ class Runner:
     run_id: str
     stderr: object = field(default_factory=lambda: sys.stderr)
     signal_name: str | None = None
+    started_at: datetime | None = None  # step 2, this worker's clock: the capacity file's clock
     _agent: subprocess.Popen[bytes] | None = None
 
     # -- small helpers ---------------------------------------------------------------------------
@@ -102,7 +98,7 @@ class Runner:
 
     # -- the run ---------------------------------------------------------------------------------
     def run(self) -> int:
-        started_wall = datetime.now(UTC)  # 2
+        started_wall = self.started_at = datetime.now(UTC)  # 2
         issue = self.board.issue(self.issue)  # 3: check 11 — closed or fixture means disposed of
         fixture = self.inventory.policy.fixture_label
         if issue is None or not issue.is_open or fixture in issue.labels:
@@ -126,6 +122,8 @@ class Runner:
         # by the same clock, so worker clock skew cannot credit or discredit an artifact (D16).
         run_started_at = start_comment.created_at
         self.say(f"started at {iso(started_wall)} (worker clock), {iso(run_started_at)} (board)")
+        if stamp_canary(capacity_path(Path(self.worker.state_dir)), started_wall) is not None:
+            self.say("this run is the canary of a rate limit with no stated reset (D8)")
         for s in _SIGNALS:
             signal.signal(s, self._on_signal)
         log = self.run_dir / "agent.log"
@@ -277,14 +275,15 @@ class Runner:
         return out.exit
 
     def _capacity(self, out: CloseOut, exit_code: int | None, output: str, now: datetime) -> None:
-        """D8: a limit darkens this worker; a clean run (exit 0, no signature) heals it."""
+        """D8: a limit darkens this worker; a clean run (exit 0, no signature) heals it, but only a
+        run that started after the file was written, and never a revocation (fleet.runner.heal)."""
         path = capacity_path(Path(self.worker.state_dir))
         if out.limit is not None:
-            write_capacity(path, to_capacity(out.limit, now=now, issue=self.issue))
+            darken(path, to_capacity(out.limit, now=now, issue=self.issue))
             self.say(f"worker {self.worker.name} is now capacity-dark ({path})")
-        elif (
-            exit_code is not None
-            and is_clean(exit_code, output, out.capture.envelope)
-            and clear_capacity(path)
-        ):
-            self.say(f"clean run: capacity file {path} deleted")
+        elif exit_code is not None and is_clean(exit_code, output, out.capture.envelope):
+            started = self.started_at or now
+            what, warning = heal(path, started)
+            for line in (warning, describe_heal(what, path, started)):
+                if line:
+                    self.say(line)

@@ -9,14 +9,13 @@ that git works inside the new tree, because a broken pointer is invisible from i
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleet.flock import exclusive
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.origin import foreign, target_origins
 from fleet.sync import clone_lock_path
@@ -56,18 +55,10 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     return res.stdout.strip()
 
 
-@contextmanager
-def _clone_lock(clone: Path) -> Iterator[None]:
+def _clone_lock(clone: Path) -> AbstractContextManager[None]:
     """The same lock check 9's sync takes (fleet.sync): one git writer per clone at a time, so
     concurrent runs on one worker do not race ``fetch`` and ``worktree add`` on the clone."""
-    path = Path(clone_lock_path(str(clone)))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return exclusive(Path(clone_lock_path(str(clone))))
 
 
 def make_worktree(worker: WorkerConfig, inv: Inventory, issue: int, run_id: str) -> Worktree:

@@ -76,7 +76,6 @@ def env(**fields: object) -> Envelope:
             id="typographic-apostrophe",
         ),
         pytest.param("Error: You've hit your weekly limit", None, RATE, None, id="no-reset-stated"),
-        pytest.param("", env(api_error_status=429, result="Too many"), RATE, None, id="status-429"),
         pytest.param("", env(api_error_status=401), REVOKED, None, id="status-401"),
         pytest.param("", env(api_error_status=403), REVOKED, None, id="status-403"),
         pytest.param(
