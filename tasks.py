@@ -45,6 +45,23 @@ def fleet_status(c, json=False, issue=None, cost=False, inventory=None):
     status(inventory, json, int(issue) if issue else None, show_cost=cost)
 
 
+@task(
+    help={
+        **INV,
+        "since": "how far back: 90m, 24h, 7d (default 24h)",
+        "issue": "only this issue's runs",
+        "out": "the HTML page to write (default: <state_dir>/timeline.html)",
+        "png": "also draw it as a PNG beside the page (headless Chromium)",
+    }
+)
+def timeline(c, since="24h", issue=None, out=None, png=False, inventory=None):
+    """The fleet's runs as a picture: one lane per worker, a bar per run coloured by its outcome,
+    capacity-dark periods, sweeps, halts/pauses/drains; one self-contained HTML page."""
+    from fleet.cmd.timeline import timeline as run
+
+    run(inventory, since, int(issue) if issue else None, out, png)
+
+
 DISPATCH_HELP = """Refuse or launch one issue through the one dispatch path (D15).
 
 Exit codes (fleet/exits.py; docs/dispatch.md):
@@ -94,19 +111,25 @@ def demo(c, keep=False):
     }
 )
 def test(c, k=None, docker=True):
-    """Check the rules (ruff, the import-linter layers), then run the test suite (pytest); with a
-    Docker engine, build the harness image (or reuse it) and run the harness tests too
-    (tests/docker: FLEET_DOCKER=1)."""
+    """Check the rules (ruff, the import-linter layers), install Debian's chromium when missing (the
+    timeline's browser tests), then run the test suite (pytest); with a Docker engine, build the
+    harness image (or reuse it) and run the harness tests too (tests/docker: FLEET_DOCKER=1)."""
     import shlex
+    import subprocess
     import sys
     from pathlib import Path
 
     from fleet.cmd.tasks_harness import docker_tests_env
+    from fleet.timeline import browser
 
     # The layers and the lint are rules of the codebase, so a break fails the suite like a test.
     c.run(f"{shlex.quote(sys.executable)} -m ruff check .", pty=False)
     lint_imports = Path(sys.executable).parent / "lint-imports"  # installed beside this python
     c.run(shlex.quote(str(lint_imports)), pty=False)
+    try:  # the timeline's browser tests open pages in Debian's headless Chromium
+        browser.ensure(print)
+    except (OSError, subprocess.SubprocessError, browser.BrowserError) as exc:
+        print(f"chromium could not be installed ({exc}): the timeline browser tests will fail")
     args = [sys.executable, "-m", "pytest", "-q"]
     if k:
         args += ["-k", k]
@@ -351,7 +374,7 @@ board = Collection(
 )
 pr = Collection("pr", pr_create, pr_merge)
 inventory_ns = Collection("inventory", inventory_check, inventory_add_worker)
-ns = Collection(schedule, fleet_status, dispatch, demo, test, board, pr, inventory_ns)
+ns = Collection(schedule, fleet_status, timeline, dispatch, demo, test, board, pr, inventory_ns)
 # The keeping-honest roles, the operator's switches and replay live in their own modules, each
 # owning its tasks; the harness is its own collection.
 for _task in (*tasks_hygiene.TASKS, *tasks_control.TASKS, *tasks_replay.TASKS):

@@ -53,6 +53,8 @@ class Exit(IntEnum):
     REPAIR_STOP_FAILED = 62  # repair could not stop a duplicate unit: it may still be live
     REPAIR_UNDECIDED = 63  # repair left duplicates live: a start time its order needs is unknown
     # cancel: the cancelled marker was posted, but the unit may still be live somewhere
+    NO_BROWSER = 65  # timeline --png: no headless Chromium here; the HTML page was written
+    PNG_FAILED = 66  # timeline --png: Chromium ran but wrote no picture; the HTML page was written
     CANCEL_UNCHECKED = 67  # a worker could not be probed: could-not-check, never "no unit" (D20)
     CANCEL_NOT_STOPPED = 68  # a live unit was found and its stop did not free the name
 

@@ -24,7 +24,7 @@ from fleet.model import Dispatch, Plan, Snapshot, iso
 from fleet.observe import read_page, snapshot
 from fleet.roles.batcher import Batcher
 from fleet.select import select
-from fleet.switches import read_switches
+from fleet.switches import Switch, Switches, read_switches
 from fleet.trace import Trace, to_jsonable
 
 # Dispatch calls in flight in one tick (the engine's pool; D13: it bounds calls, never runs). The
@@ -179,6 +179,43 @@ def write_heartbeat(state_dir: Path, report: TickReport, now: datetime, *, apply
     return path
 
 
+def _switch_record(s: Switch | None) -> dict[str, object] | None:
+    if s is None:
+        return None
+    return {"reason": s.reason, "author": s.author, "since": iso(s.since)}
+
+
+def tick_record(report: TickReport, switches: Switches, *, apply: bool) -> dict[str, object]:
+    """The trace's record of one tick's end: what the timeline draws for a sweep (its outcome,
+    what it launched and refused) and the holds it obeyed, which the SWEEP record cannot know."""
+    return {
+        "apply": apply,
+        "outcome": report.outcome,
+        "exit": int(report.exit),
+        "summary": report.plan.summary(),
+        "counts": report.counts(),
+        "launched": [
+            {"issue": r.issue, "worker": r.worker, "run_id": r.run_id}
+            for r in report.results
+            if r.launched
+        ],
+        "refused": [
+            {"issue": r.issue, "code": int(r.code), "reason": r.line()}
+            for r in report.results
+            if not r.launched
+        ],
+        "switches": {
+            "pause": _switch_record(switches.pause),
+            "drain": _switch_record(switches.drain),
+        },
+        **(
+            {"error": report.error or report.plan.board_error}
+            if report.outcome in ("failed", "crashed")
+            else {}
+        ),
+    }
+
+
 def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickReport:
     """One sweep; the heartbeat is written whatever happens (D14)."""
     state = Path(ctx.inventory.state_dir)
@@ -215,3 +252,4 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
         return report
     finally:
         write_heartbeat(state, report, ctx.clock(), apply=apply)
+        trace.event("TICK", **tick_record(report, switches, apply=apply))

@@ -81,6 +81,7 @@ def decide_close_out(
     backoffs_s: Sequence[int],
     results: dict | None,
     now: datetime,
+    run_id: str | None = None,
 ) -> CloseOut:
     """Step 8, pure: ``output`` is the agent's merged stdout+stderr, ``prs`` the forge's answer."""
     capture = parse_capture(output)  # parsed ONCE (D7)
@@ -121,6 +122,7 @@ def decide_close_out(
         now=now,
         blocker=blocker,
         evidence=capture.detail,
+        run_id=run_id,
     )
     warnings = (warning,) if warning else ()
     return CloseOut(capture, limit, retry, blocker, decision, marker, warnings)
@@ -136,10 +138,12 @@ def marker_for(
     now: datetime,
     blocker: dict | None,
     evidence: str,
+    run_id: str | None = None,
 ) -> str:
-    """The terminal marker text for an outcome."""
+    """The terminal marker text for an outcome. ``run=`` names the start it ends, so a reader pairs
+    them exactly even when two runs of one issue overlap or clocks disagree (the timeline)."""
     kind = KINDS[decision.outcome]
-    fields: dict[str, object] = {}
+    fields: dict[str, object] = {"run": run_id}
     pr = decision.pr
     if pr is not None:
         fields["pr"] = f"{pr.repository}#{pr.number}" if pr.repository else f"#{pr.number}"

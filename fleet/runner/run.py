@@ -258,6 +258,7 @@ class Runner:
             backoffs_s=self.inventory.policy.retry_backoffs_s,
             results=data,
             now=now,
+            run_id=self.run_id,
         )
         for line in (warning, *out.warnings):
             if line:
