@@ -31,7 +31,7 @@ from fleet.board.base import Board, BoardError
 from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
-from fleet.model import Comment, PullRequest, iso
+from fleet.model import Comment, Issue, PullRequest, iso
 from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
 from fleet.runner.capacity import capacity_path, is_clean, to_capacity
 from fleet.runner.closeout import CloseOut, decide_close_out
@@ -99,13 +99,9 @@ class Runner:
     # -- the run ---------------------------------------------------------------------------------
     def run(self) -> int:
         started_wall = self.started_at = datetime.now(UTC)  # 2
-        issue = self.board.issue(self.issue)  # 3: check 11 — closed or fixture means disposed of
-        fixture = self.inventory.policy.fixture_label
-        if issue is None or not issue.is_open or fixture in issue.labels:
-            why = "missing" if issue is None else ("closed" if not issue.is_open else "a fixture")
-            self.say(f"issue is {why} at the last moment (check 11); stopping silently")
+        disposed, issue = self._check_11()  # 3
+        if disposed:
             return RunExit.OK
-        h = history(issue, self.inventory.policy.identity)
         start = {
             "run": self.run_id,
             "worker": self.worker.name,
@@ -132,14 +128,18 @@ class Runner:
         exit_code: int | None = None
         timed_out = False
         failure: str | None = None
+        if issue is None:  # check 11 could not read it: one more read, now for the brief
+            issue, failure = self._read_after_start()
+        retries = history(issue, self.inventory.policy.identity).retries if issue else 0
         try:
             try:  # inside the close-out's reach: a directory that cannot be made is a failure,
                 # named as such, never a crash that leaves the start marker alone (D12)
                 self.run_dir.mkdir(parents=True, exist_ok=True)
-                wt = make_worktree(self.worker, self.inventory, self.issue, self.run_id)  # 5
+                if failure is None:
+                    wt = make_worktree(self.worker, self.inventory, self.issue, self.run_id)  # 5
             except (WorktreeError, OSError) as exc:
                 failure = f"workspace broken: {exc}"
-            if wt is not None:
+            if wt is not None and issue is not None:
                 exit_code, timed_out = self._agent_run(issue.title, issue.body, wt, log, results)
         except _Signalled:
             pass
@@ -147,7 +147,7 @@ class Runner:
             for s in _SIGNALS:
                 signal.signal(s, signal.SIG_IGN)
             code = self._close_out(
-                run_started_at, h.retries, log, results, exit_code, timed_out, failure
+                run_started_at, retries, log, results, exit_code, timed_out, failure
             )
             if wt is not None:
                 kept = release_worktree(wt)
@@ -158,6 +158,33 @@ class Runner:
             signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
         return code
+
+    def _check_11(self) -> tuple[bool, Issue | None]:
+        """Step 3, check 11: (disposed of, the issue). Closed, missing or a fixture stops the run
+        silently. Check 11 is OPEN (seed 003): a board it cannot read does not stop the run — the
+        dispatcher's checks passed moments ago — and the log says so; the issue is then None."""
+        try:
+            issue = self.board.issue(self.issue)
+        except BoardError as exc:
+            self.say(f"check 11 could not read the issue ({exc}); proceeding: check 11 fails open")
+            return False, None
+        fixture = self.inventory.policy.fixture_label
+        if issue is None or not issue.is_open or fixture in issue.labels:
+            why = "missing" if issue is None else ("closed" if not issue.is_open else "a fixture")
+            self.say(f"issue is {why} at the last moment (check 11); stopping silently")
+            return True, issue
+        return False, issue
+
+    def _read_after_start(self) -> tuple[Issue | None, str | None]:
+        """The issue for the brief when check 11 could not read it: without its text there is no
+        work to hand the agent, so a second failure ends the run as a named failure (D12)."""
+        try:
+            issue = self.board.issue(self.issue)
+        except BoardError as exc:
+            return None, f"issue unreadable for the brief: {exc}"
+        if issue is None:
+            return None, "issue unreadable for the brief: the board no longer has it"
+        return issue, None
 
     def _agent_run(
         self, title: str, body: str, wt: Worktree, log: Path, results: Path
