@@ -117,6 +117,7 @@ def run_drain(
     trace = Trace(bf.root / "state" / "trace.jsonl")
     ids = _container_ids(bf.info)
     ticks, peak_mem = 0, 0
+    refusals: dict[str, int] = {}  # "check 9 CLONE_UNSYNCED" -> how many dispatches it refused
     with FleetContext(bf.inventory, bf.board, stderr=sys.stderr) as ctx:
         workers0 = container_cpu_ns(bf.info)
         cpu0 = _cpu_s()
@@ -127,7 +128,10 @@ def run_drain(
         while time.monotonic() - t0 < deadline:
             if time.monotonic() >= next_tick:
                 ticks += 1
-                tick(ctx, apply=True, trace=trace)
+                for r in tick(ctx, apply=True, trace=trace).results:
+                    if not r.launched:
+                        key = f"check {r.check} {r.code.name}"
+                        refusals[key] = refusals.get(key, 0) + 1
                 next_tick = time.monotonic() + period
             peak_mem = max(peak_mem, _memory_bytes(ids))
             for issue in bf.board.list_issues():  # type: ignore[attr-defined]
@@ -172,6 +176,8 @@ def run_drain(
         "closed_with_success": done,
         "outcomes": outcomes,
         "ticks": ticks,
+        "refusals": refusals,
+        "check_9_refusals": sum(n for k, n in refusals.items() if k.startswith("check 9 ")),
         "wall_s": wall,
         "per_issue_wall_s": wall / count,
         "issues_per_s": done / wall,
@@ -218,6 +224,7 @@ def show(out: dict[str, object]) -> None:
         f"workers' peak memory {d['worker_peak_memory_mib']:.0f} MiB"
     )
     print(f"  outcomes: {d['outcomes']}")
+    print(f"  check-9 refusals: {d['check_9_refusals']}; every refusal: {d['refusals'] or 'none'}")
     print(f"  load average at the end: {' '.join(f'{x:.2f}' for x in d['load_avg'])}")  # type: ignore[attr-defined]
 
 

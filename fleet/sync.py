@@ -1,7 +1,8 @@
 """Clone sync on a worker (pre-flight check 9, run step 1): shell builders and parsers, pure.
 
 Verify the outcome, never the exit code (D11): a fetch can exit 0 against a stale remote ref, so the
-script compares the fetched ref with what the remote says ``main`` is *now*, and prints one token:
+script asks the remote what ``main`` is *before* fetching, and the fetched ref must equal that answer
+or descend from it (``main`` moving on during the fetch is fresh, not stale). It prints one token:
 ``fleet-sync:ok <sha>``, ``fleet-sync:stashed <sha>`` (a dirty tree was stashed, never discarded,
 then synced), ``fleet-sync:foreign-origin <url>`` (the clone's origin is not the inventory's:
 :mod:`fleet.origin`) or ``fleet-sync:failed <why>``. The script always exits 0; no token means
@@ -110,12 +111,18 @@ def sync_command(
         'if [ -n "$(git status --porcelain 2>/dev/null)" ]; then '
         f"git stash push -u -q -m {msg} >/dev/null 2>&1 && stashed=1 || "
         f"{{ {fail} 'dirty tree could not be stashed'; exit 0; }}; fi; "
-        f"git fetch -q origin >/dev/null 2>&1 || {{ {fail} 'fetch failed'; exit 0; }}; "
         f"b={b}; "
+        # The remote's answer first, then the fetch: a fetched ref equal to it or descending from
+        # it is fresh (main moved on while we fetched, the common case under merges); only one
+        # that is behind or beside it is stale (a fetch that exited 0 and moved nothing, or a
+        # main rewound by a force-push in between).
         'want=$(git ls-remote origin "refs/heads/$b" 2>/dev/null | cut -f1); '
+        f'[ -n "$want" ] || {{ {fail} "remote has no $b (ls-remote failed)"; exit 0; }}; '
+        f"git fetch -q origin >/dev/null 2>&1 || {{ {fail} 'fetch failed'; exit 0; }}; "
         'have=$(git rev-parse -q --verify "origin/$b" 2>/dev/null); '
-        'if [ -z "$want" ] || [ "$want" != "$have" ]; then '
-        f'{fail} "stale: origin/$b is ${{have:-none}}, remote has ${{want:-none}}"; exit 0; fi; '
+        'if [ "$want" != "$have" ] && ! git merge-base --is-ancestor "$want" "$have" '
+        "2>/dev/null; then "
+        f'{fail} "stale: origin/$b is ${{have:-none}}, behind the remote answer $want"; exit 0; fi; '
         'git checkout -q --detach "origin/$b" >/dev/null 2>&1 || '
         f'{{ {fail} "checkout of origin/$b failed"; exit 0; }}; '
         f'if [ -n "$stashed" ]; then echo "{TOKEN}stashed $have"; else echo "{TOKEN}ok $have"; fi; '

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fleet.runner.__main__ import sync_self
 from fleet.sync import SyncState, parse_sync, sync_command
 
 
@@ -116,3 +117,75 @@ def test_a_clone_whose_origin_was_rewritten_is_refused_before_anything_is_fetche
 
     assert out.state is SyncState.FOREIGN_ORIGIN and out.detail == str(evil)
     assert not out.synced
+
+
+def _moving_origin(origin: Path, tmp_path: Path, on_second: str) -> None:
+    """Make the origin's second upload-pack (the sync's second talk with the remote) first run
+    ``on_second`` inside the bare repository: ``main`` moves between the sync's two reads, for
+    real, every time — the window a pusher merging into ``main`` hits by chance."""
+    count = tmp_path / "upload-pack.count"
+    wrapper = tmp_path / "upload-pack"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo $n > {count}\n"
+        f'if [ "$n" = 2 ]; then ( cd {origin} && {on_second} ) >/dev/null 2>&1; fi\n'
+        'exec git-upload-pack "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    count.write_text("0")
+
+
+def _clone_with(origin: Path, clone: Path, wrapper: Path) -> None:
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(clone), "config", "remote.origin.uploadpack", str(wrapper)], check=True
+    )
+
+
+_ADVANCE = 'git update-ref refs/heads/main "$(git commit-tree -p main -m merged main^{tree})"'
+
+
+def test_main_moving_on_during_the_sync_is_fresh_not_stale(origin: Path, tmp_path: Path) -> None:
+    # A merge lands between the remote's answer and the fetch: the fetched main descends from the
+    # answer. Before, the sync compared with an ls-remote taken after the fetch and refused it
+    # (149 of 200 dispatches refused in the drain bench).
+    _moving_origin(origin, tmp_path, _ADVANCE)
+    clone = tmp_path / "clone"
+    _clone_with(origin, clone, tmp_path / "upload-pack")
+    (tmp_path / "upload-pack.count").write_text("0")
+    out = parse_sync(_sh(sync_command(str(clone), origin=str(origin))).stdout)
+    assert out.state is SyncState.OK, out.detail
+    head = _sh(f"git -C {clone} rev-parse HEAD").stdout.strip()
+    assert head == _sh(f"git -C {origin} rev-parse main").stdout.strip()  # the newer main
+    assert (tmp_path / "upload-pack.count").read_text().strip() == "2"  # both talks happened
+
+
+def test_the_runner_step_1_gets_the_same_rule(origin: Path, tmp_path: Path) -> None:
+    # Run step 1 (the runner's own clone, before it re-executes) syncs through the same script.
+    _moving_origin(origin, tmp_path, _ADVANCE)
+    clone = tmp_path / "runner-clone"
+    _clone_with(origin, clone, tmp_path / "upload-pack")
+    (tmp_path / "upload-pack.count").write_text("0")
+    ok, detail = sync_self(str(clone), str(origin), "r1")
+    assert ok, detail
+
+
+def test_main_rewound_during_the_sync_is_stale(origin: Path, tmp_path: Path) -> None:
+    # A force-push rewinds main between the two reads: the fetched ref is behind the answer.
+    _sh(f"cd {origin} && {_ADVANCE}")
+    _moving_origin(origin, tmp_path, "git update-ref refs/heads/main main~1")
+    clone = tmp_path / "clone"
+    _clone_with(origin, clone, tmp_path / "upload-pack")
+    (tmp_path / "upload-pack.count").write_text("0")
+    out = parse_sync(_sh(sync_command(str(clone), origin=str(origin))).stdout)
+    assert out.state is SyncState.FAILED and "stale" in out.detail
+
+
+def test_a_fetch_that_moves_nothing_is_stale(origin: Path, tmp_path: Path) -> None:
+    # D11: a fetch can exit 0 and leave origin/main where it was; the remote's answer says so.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, capture_output=True)
+    _sh(f"git -C {clone} config remote.origin.fetch +refs/heads/main:refs/remotes/origin/elsewhere")
+    _sh(f"cd {origin} && {_ADVANCE}")
+    out = parse_sync(_sh(sync_command(str(clone), origin=str(origin))).stdout)
+    assert out.state is SyncState.FAILED and "stale" in out.detail
