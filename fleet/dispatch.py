@@ -103,18 +103,26 @@ def new_run_id(now: float | None = None) -> str:
     return f"{stamp}-{secrets.token_hex(3)}"
 
 
-def _kill_switches(ctx: FleetContext, page: BoardPage) -> None:
+def _kill_switches(ctx: FleetContext, page: BoardPage | None) -> BoardPage:
+    """The file switches before anything reaches the network, then the board read the halt issue
+    needs (the sweeper's page when it passed one: zero extra calls), before any worker is probed."""
     now = ctx.clock()
     halt = read_halt_file(Path(ctx.inventory.halt.file), now)
     if halt is not None:
         raise _Refused(0, Exit.HALTED_FILE, halt_line(halt, now))
-    for h in issue_halts(page.issues, ctx.inventory.policy.halt_title):
-        raise _Refused(0, Exit.HALTED_ISSUE, halt_line(h, now))
     state = Path(ctx.inventory.state_dir)
     if (state / "PAUSE").exists():
         raise _Refused(0, Exit.PAUSED, f"paused ({state / 'PAUSE'}): only cancels are decided")
     if (state / "DRAIN").exists():
         raise _Refused(0, Exit.DRAINING, f"draining ({state / 'DRAIN'}): no new work is started")
+    if page is None:
+        try:
+            page = ctx.board.read()
+        except BoardUnreadable as exc:
+            raise _Refused(1, Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
+    for h in issue_halts(page.issues, ctx.inventory.policy.halt_title):
+        raise _Refused(0, Exit.HALTED_ISSUE, halt_line(h, now))
+    return page
 
 
 def _the_issue(ctx: FleetContext, number: int, dry_run: bool) -> Issue:
@@ -398,12 +406,7 @@ def dispatch(
     timings: dict[str, float] = {}
     chosen: str | None = worker
     try:
-        if page is None:
-            try:
-                page = ctx.board.read()
-            except BoardUnreadable as exc:
-                raise _Refused(1, Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
-        _kill_switches(ctx, page)
+        page = _kill_switches(ctx, page)
         the = _the_issue(ctx, issue, dry_run)
         _ci(ctx, ignore_ci)
         w = _choose(ctx, the, worker)
@@ -536,12 +539,7 @@ def _batch(
         going.clear()
 
     try:
-        if page is None:
-            try:
-                page = ctx.board.read()
-            except BoardUnreadable as exc:
-                raise _Refused(1, Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
-        _kill_switches(ctx, page)
+        page = _kill_switches(ctx, page)
     except _Refused as r:
         refuse_all(r)
     issues: dict[int, Issue] = {}

@@ -18,7 +18,7 @@ from fleet.exits import Exit
 from fleet.model import Plan
 from fleet.observe import read_page, snapshot
 from fleet.roles.sweeper import TickReport, tick, write_heartbeat
-from fleet.select import select
+from fleet.select import halt_line, select
 from fleet.status import as_json, read_heartbeat, render
 from fleet.switches import read_switches
 from fleet.trace import read_trace
@@ -71,6 +71,8 @@ def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
             emit_json(_tick_json(report))
         else:
             print(f"{'apply' if apply else 'dry run'}: {plan.summary()}")
+            for h in plan.halts if not plan.waiting else ():  # held before the probe: say why
+                print(f"  HALTED — {halt_line(h, ctx.clock())}")
             for d in plan.dispatch:
                 res = next((r for r in report.results if r.issue == d.issue), None)
                 what = res.line() if res else f"would dispatch to {d.worker} ({d.why})"

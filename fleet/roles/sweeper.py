@@ -20,10 +20,11 @@ from fleet.context import FleetContext
 from fleet.dispatch import DispatchResult
 from fleet.engine import Failure, FileClaims, Result, Tier, drain
 from fleet.exits import Exit
+from fleet.halt import read_halt_file
 from fleet.model import Dispatch, Plan, Snapshot, iso
 from fleet.observe import read_page, snapshot
 from fleet.roles.batcher import Batcher
-from fleet.select import select
+from fleet.select import halt_line, issue_halts, select
 from fleet.switches import Switch, Switches, read_switches
 from fleet.trace import Trace, to_jsonable
 
@@ -97,7 +98,6 @@ class Sweeper:
         self.snap: Snapshot | None = None
         self.plan: Plan = Plan()
         self.results: list[DispatchResult] = []
-        self.hold: str | None = None  # "paused" | "draining": plan, dispatch nothing
         self.batcher = Batcher(ctx)
 
     # the six methods
@@ -110,6 +110,15 @@ class Sweeper:
             Trace(Path(self.ctx.inventory.state_dir) / cost.LOG_NAME).event(
                 cost.EVENT, cost=self.page.cost, cost_unit=self.page.cost_unit
             )
+        if self.apply and self.page is not None:
+            # The second kill switch, out of the page just read and before any worker is probed
+            # (seed 003: both switches before anything else reaches the network).
+            halts = issue_halts(self.page.issues, self.ctx.inventory.policy.halt_title)
+            if halts:
+                self.plan = Plan(halts=halts)
+                now = self.ctx.clock()
+                self.trace.event("HALTED", lines=[halt_line(h, now) for h in halts])
+                return ()
         snap = snapshot(self.ctx, page=self.page) if self.page is not None else None
         if snap is None:
             snap = Snapshot(
@@ -128,7 +137,7 @@ class Sweeper:
             snapshot=to_jsonable(snap),
             plan=to_jsonable(self.plan),
         )
-        if not self.apply or self.hold or self.plan.board_error or self.plan.halts:
+        if not self.apply or self.plan.board_error or self.plan.halts:
             return ()
         return self.plan.dispatch
 
@@ -216,18 +225,41 @@ def tick_record(report: TickReport, switches: Switches, *, apply: bool) -> dict[
     }
 
 
+def switched_off(ctx: FleetContext, switches: Switches, trace: Trace) -> TickReport | None:
+    """The file switches, read before anything reaches the network (seed 003): the halt file
+    dispatches nothing, a pause decides only cancels (seed 001 §10), a drain starts nothing new.
+    None of them needs the board or a worker, so a held tick reads neither — no board read, no
+    probe, no notifier installed on a worker. A dry run (a human asking why) still observes."""
+    now = ctx.clock()
+    if switches.halt_file is not None:
+        halt = read_halt_file(Path(ctx.inventory.halt.file), now)
+        if halt is not None:  # None: removed between the two reads, not halted any more
+            trace.event("HALTED", lines=[halt_line(halt, now)])
+            return TickReport("halted", Plan(halts=(halt,)))
+    for outcome, switch in (("paused", switches.pause), ("draining", switches.drain)):
+        if switch is not None:
+            line = (
+                f"fleet: sweep held by the {switch.name} "
+                f"({switch.reason or 'no reason was recorded'}): nothing read, nothing dispatched"
+            )
+            ctx.warn(line)
+            trace.event("HELD", outcome=outcome, line=line)
+            return TickReport(outcome, Plan())
+    return None
+
+
 def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickReport:
     """One sweep; the heartbeat is written whatever happens (D14)."""
     state = Path(ctx.inventory.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
     sweeper = Sweeper(ctx, trace, apply=apply)
-    switches = read_switches(ctx.inventory)
-    # A paused tick decides only cancels (seed 001 §10); a draining one starts nothing new. Both
-    # still observe and plan, so the heartbeat and the trace say what is waiting.
-    held = "paused" if switches.pause else ("draining" if switches.drain else None)
-    sweeper.hold = held if apply else None
+    switches = read_switches(ctx.inventory)  # local files: read before anything else
     report = TickReport("crashed", Plan(), exit=Exit.SWEEP_CRASHED)
     try:
+        switched = switched_off(ctx, switches, trace) if apply else None
+        if switched is not None:
+            report = switched
+            return report
         claims = FileClaims(state / "claims")
         try:
             drain(sweeper, claims, trace, pool=SWEEP_POOL, key=lambda d: str(d.issue))
@@ -243,8 +275,6 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
             report = TickReport("halted", plan, exit=Exit.OK)
         elif not apply:
             report = TickReport("dry-run", plan)
-        elif sweeper.hold:
-            report = TickReport(sweeper.hold, plan)
         elif sweeper.results:
             report = TickReport("dispatched", plan, sweeper.results)
         else:

@@ -11,6 +11,7 @@ import pytest
 
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
+from fleet.dispatch import dispatch
 from fleet.exits import Exit
 from fleet.halt import write_halt_file
 from fleet.markers import Kind
@@ -74,17 +75,99 @@ def test_an_unreadable_board_fails_closed_only_for_apply(
 
 
 @pytest.mark.parametrize(("switch", "outcome"), [(PAUSE, "paused"), (DRAIN, "draining")])
-def test_a_paused_or_draining_sweep_plans_dispatches_nothing_and_says_so(
+def test_a_paused_or_draining_sweep_dispatches_nothing_and_says_so(
     fleet: Fleet, switch: str, outcome: str
 ) -> None:
-    n = fleet.board.create_issue("Add a greeting")
+    fleet.board.create_issue("Add a greeting")
     write_switch(switch, flag_path(fleet.inventory, switch), "maintenance", author="ops")
     before = all_comments(fleet.board)
     report = tick(fleet.ctx, apply=True)
     assert (report.outcome, report.exit, report.results) == (outcome, Exit.OK, [])
-    assert [d.issue for d in report.plan.dispatch] == [n]  # still planned: the trace shows it
     assert all_comments(fleet.board) == before
     assert _heartbeat(fleet)["outcome"] == outcome
+
+
+class _CountingBoard(LocalBoard):
+    """The real board, counting its page reads: what reached the network first."""
+
+    reads = 0
+
+    def read(self):  # type: ignore[no-untyped-def]
+        type(self).reads += 1
+        return super().read()
+
+
+def _watched(fleet: Fleet) -> tuple[FleetContext, list[str]]:
+    """A context on the counting board whose transports record every worker they open."""
+    path = fleet.inventory.board.path
+    assert path is not None
+    _CountingBoard.reads = 0
+    opened: list[str] = []
+
+    def factory(w):  # type: ignore[no-untyped-def]
+        from fleet.transport import transport_for
+
+        opened.append(w.name)
+        return transport_for(w)
+
+    board = _CountingBoard(path, fleet.inventory.board.origin)
+    return FleetContext(fleet.inventory, board, transport_factory=factory), opened
+
+
+@pytest.mark.parametrize("switch", ["halt file", PAUSE, DRAIN])
+def test_a_file_switch_holds_the_tick_before_anything_reaches_the_network(
+    fleet: Fleet, switch: str
+) -> None:
+    # Seed 003: the kill switches are read before the network. Before, a halted tick read the
+    # board and probed every worker (installing the notifier on first contact) and only then held.
+    fleet.board.create_issue("Add a greeting")
+    if switch == "halt file":
+        write_halt_file(Path(fleet.inventory.halt.file), "forge migration", author="ops")
+    else:
+        write_switch(switch, flag_path(fleet.inventory, switch), "audit", author="ops")
+    ctx, opened = _watched(fleet)
+    with ctx:
+        report = tick(ctx, apply=True)
+    assert report.outcome == {"halt file": "halted", PAUSE: "paused", DRAIN: "draining"}[switch]
+    assert (_CountingBoard.reads, opened) == (0, [])
+
+
+def test_the_halt_issue_holds_the_tick_before_any_worker_is_probed(fleet: Fleet) -> None:
+    fleet.board.create_issue("Add a greeting")
+    fleet.board.create_issue("HALT FLEET", "bad deploy")
+    ctx, opened = _watched(fleet)
+    with ctx:
+        report = tick(ctx, apply=True)
+    assert (report.outcome, report.results) == ("halted", [])
+    assert "bad deploy" in report.plan.halts[0].reason  # type: ignore[operator]
+    assert (_CountingBoard.reads, opened) == (1, [])  # the page it needs, and no worker
+
+
+@pytest.mark.parametrize(
+    ("switch", "code"), [("halt file", Exit.HALTED_FILE), (PAUSE, Exit.PAUSED)]
+)
+def test_dispatch_reads_the_file_switches_before_the_board(
+    fleet: Fleet, switch: str, code: Exit
+) -> None:
+    n = fleet.board.create_issue("Add a greeting")
+    if switch == "halt file":
+        write_halt_file(Path(fleet.inventory.halt.file), "forge migration", author="ops")
+    else:
+        write_switch(switch, flag_path(fleet.inventory, switch), "audit", author="ops")
+    ctx, opened = _watched(fleet)
+    with ctx:
+        r = dispatch(ctx, n)
+    assert (r.outcome, r.code, r.check) == ("refused", code, 0)
+    assert (_CountingBoard.reads, opened) == (0, [])
+
+
+def test_dispatch_applies_the_halt_issue_before_any_worker_is_probed(fleet: Fleet) -> None:
+    n = fleet.board.create_issue("Add a greeting")
+    fleet.board.create_issue("HALT FLEET", "bad deploy")
+    ctx, opened = _watched(fleet)
+    with ctx:
+        r = dispatch(ctx, n)
+    assert (r.code, opened) == (Exit.HALTED_ISSUE, [])
 
 
 def test_a_hand_dry_run_leaves_the_timers_heartbeat_alone(fleet: Fleet) -> None:
