@@ -1,0 +1,153 @@
+"""The dispatch side under real overlap, on the four-worker harness: things that happen at once.
+
+- A pusher merges into ``main`` over and over while one sweep dispatches 50 issues: check 9 never
+  refuses a clone for a ``main`` that merely moved on during its sync, no issue runs twice, and every
+  run's start marker names the run the dispatch launched.
+
+Every loop is bounded in count and time; every unit a test starts is stopped when it ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fleet.board import open_board
+from fleet.board.local import LocalBoard
+from fleet.context import FleetContext
+from fleet.exits import Exit
+from fleet.harness import HarnessInfo
+from fleet.inventory import load
+from fleet.markers import TERMINAL, Kind, history
+from fleet.model import CIState, Issue
+from fleet.roles.sweeper import tick
+
+pytestmark = pytest.mark.docker
+
+SWEEP_ISSUES = 50  # the issue's figure
+PUSH_GAP_S = 0.05  # a merge every ~0.1 s with the push itself: main moves during every sync
+MAX_PUSHES = 3000  # the pusher's bound in count; PUSH_WINDOW_S is its bound in time
+PUSH_WINDOW_S = 300.0
+RUNS_DEADLINE_S = 600.0  # 50 no-op runs on a busy 2-core box (~1.4 s of worker CPU each)
+POLL_S = 2.0
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=pusher", "-c", "user.email=p@p", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+
+
+class Pusher:
+    """Merges into ``main`` of ``origin`` from a scratch clone until stopped (bounded)."""
+
+    def __init__(self, origin: Path, work: Path) -> None:
+        shutil.rmtree(work, ignore_errors=True)
+        _git("clone", "-q", str(origin), str(work))
+        self.work, self.pushes, self.error = work, 0, ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        end = time.monotonic() + PUSH_WINDOW_S
+        while not self._stop.is_set() and self.pushes < MAX_PUSHES and time.monotonic() < end:
+            try:
+                (self.work / "pusher.txt").write_text(f"merge {self.pushes}\n")
+                _git("commit", "-q", "-am" if self.pushes else "-m", "a merge", cwd=self.work)
+                _git("push", "-q", "origin", "HEAD:refs/heads/main", cwd=self.work)
+            except subprocess.CalledProcessError as exc:
+                self.error = f"push {self.pushes}: {exc.stderr}"
+                return
+            self.pushes += 1
+            time.sleep(PUSH_GAP_S)
+
+    def __enter__(self) -> Pusher:
+        (self.work / "pusher.txt").write_text("first\n")
+        _git("add", "pusher.txt", cwd=self.work)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+
+@dataclass
+class OverlapFleet:
+    info: HarnessInfo
+    root: Path
+    board: LocalBoard
+    ctx: FleetContext
+
+
+@pytest.fixture(scope="module")
+def overlap(
+    harness_info: HarnessInfo, harness_deploy: Callable[[str], Path]
+) -> Iterator[OverlapFleet]:
+    path = harness_deploy("overlap")
+    inv = load(path)
+    board = open_board(inv)
+    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
+    _git("config", "core.sharedRepository", "group", cwd=path.parent / "origin.git")
+    ctx = FleetContext(inv, board)
+    try:
+        yield OverlapFleet(harness_info, path.parent, board, ctx)  # type: ignore[arg-type]
+    finally:
+        ctx.close()
+
+
+def _terminal(issue: Issue) -> bool:
+    return any(m.kind in TERMINAL for m in history(issue, "fleet").markers)
+
+
+def _wait_all(board: LocalBoard, numbers: list[int]) -> dict[int, Issue]:
+    end = time.monotonic() + RUNS_DEADLINE_S
+    while True:
+        issues = {n: board.issue(n) for n in numbers}
+        left = [n for n, i in issues.items() if i is None or not _terminal(i)]
+        if not left:
+            return issues  # type: ignore[return-value]
+        assert time.monotonic() < end, f"no terminal marker after {RUNS_DEADLINE_S}s: {left}"
+        time.sleep(POLL_S)
+
+
+@pytest.mark.timeout(1200)
+def test_a_sweep_of_50_while_main_moves_is_never_refused_by_check_9(
+    overlap: OverlapFleet, tmp_path: Path
+) -> None:
+    numbers = [
+        overlap.board.create_issue(f"overlap {i}", "nothing to do", labels=["demo:no-op"])
+        for i in range(SWEEP_ISSUES)
+    ]
+    with Pusher(overlap.root / "origin.git", tmp_path / "pusher") as pusher:
+        time.sleep(1.0)  # main is moving before the sweep starts
+        report = tick(overlap.ctx, apply=True)
+        during = pusher.pushes
+    assert not pusher.error, pusher.error
+    assert during > 0, "the pusher never merged while the sweep ran"
+    by_issue = {r.issue: r for r in report.results}
+    unsynced = [r.line() for r in report.results if r.code is Exit.CLONE_UNSYNCED]
+    assert not unsynced, f"check 9 refused while main moved ({during} merges):\n" + "\n".join(
+        unsynced
+    )
+    refused = [r.line() for r in report.results if not r.launched]
+    assert not refused, "\n".join(refused)
+    assert sorted(by_issue) == numbers
+    issues = _wait_all(overlap.board, numbers)
+    for n, issue in issues.items():
+        starts = [m for m in history(issue, "fleet").markers if m.kind is Kind.START]
+        assert len(starts) == 1, f"#{n}: {len(starts)} start markers (a duplicate run)"
+        assert starts[0].get("run") == by_issue[n].run_id, f"#{n}: the start names another run"
+        assert starts[0].get("worker") == by_issue[n].worker, f"#{n}: started on another worker"
