@@ -99,9 +99,14 @@ dispatch.__doc__ = DISPATCH_HELP
 @task(help={"keep": "keep .fleet/demo from the last run instead of starting fresh"})
 def demo(c, keep=False):
     """Run the main job on the embedded default: file sample issues and drain them until idle."""
-    from fleet.demo import run_demo
+    from fleet.cmd.common import fail
+    from fleet.demo import DemoRefused, run_demo
+    from fleet.exits import Exit
 
-    run_demo(keep=keep)
+    try:
+        run_demo(keep=keep)
+    except DemoRefused as exc:
+        raise fail(Exit.USAGE, str(exc)) from None
 
 
 @task(

@@ -1,15 +1,20 @@
 """``invoke demo``: the main job on the embedded default, end to end, on one machine.
 
-It builds the embedded setup (a SQLite board, a bare git origin, local workers with the portable
-supervisor) under ``.fleet/demo/``, files sample issues — a dependency chain, a parent with a
-sub-issue, a held item, a fixture, and one issue per fault mode of the stand-in agent — then drains
-them with the real sweeper (``schedule --apply``) until the fleet is idle, and prints fleet-status.
+It builds the embedded setup (a SQLite board, a bare git origin, three local workers) under
+``.fleet/demo/``, files sample issues — a dependency chain, a parent with a sub-issue, a held item, a
+fixture, and one issue per fault mode of the stand-in agent — then drains them with the real sweeper
+(``schedule --apply``) until the fleet is idle, prints fleet-status, and writes the timeline of its
+run (``invoke timeline``'s page) and prints its path.
 
-Two departures from ``inventory.yaml``, printed when the demo starts, keep it under a minute:
-retry backoffs of 1 s and 2 s (production: 30 s/2 m/8 m, which must outlast the agent CLI's own
-retry ladder, D7) and a 8 s run-time limit (so the hang fault ends quickly). It uses three local
-workers so that the rate-limit and revoked faults each darken one box while the third keeps
-draining (D8).
+**The demo's fleet is the embedded default's.** The committed ``inventory.yaml`` names the same board,
+origin, lock, halt file, state directory and workers under ``.fleet/demo/``, so the commands a
+newcomer types next — ``fleet-status``, ``timeline``, ``board.list``, ``schedule`` — show the demo's
+fleet without a flag (``tests/unit/test_demo_inventory.py`` holds the two files to that). The demo
+writes its own copy (absolute paths) only for two departures that bound runs in flight, printed when
+it starts: retry backoffs of 1 s and 2 s (production: 30 s/2 m/8 m, which must outlast the agent
+CLI's own retry ladder, D7) and an 8 s run-time limit (so the hang fault ends quickly); and it runs
+the workers with this Python, so they import this checkout. Starting afresh removes ``.fleet/demo``,
+which is why it refuses when that board holds issues the demo did not file.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from fleet.board import open_board
@@ -27,22 +32,32 @@ from fleet.idle import idle as fleet_idle
 from fleet.inventory import load
 from fleet.model import CIState
 from fleet.observe import snapshot
+from fleet.progress import Meter
 from fleet.roles.sweeper import tick
 from fleet.select import select
 from fleet.status import read_heartbeat, render
 from fleet.switches import read_switches
+from fleet.timeline.write import (
+    board_issues,
+    default_out,
+    read_records,
+    timeline_of,
+    write_page,
+)
 
 # The whole demo is bounded: it stops waiting after this long even if something is still live.
 DEMO_DEADLINE_S = 150
 TICK_S = 0.5  # a demo sweep period; production runs the sweeper on a 5-minute timer
+WORKERS = ("local", "local-2", "local-3")  # inventory.yaml's workers, in its order
+DEMO_BODY = "Demo issue ("  # how every sample's body begins: the demo's own issues, and no others
 
 _INVENTORY = """\
-# The demo's inventory: the embedded default (local board + origin, local workers), under .fleet/demo.
+# The demo's inventory: the embedded default's fleet (inventory.yaml), absolute paths, two departures.
 board: {{kind: local, path: {d}/board.sqlite3, origin: {d}/origin.git, identity: fleet}}
 lock: {{path: {d}/fleet.lock, wait_s: 30}}
 halt: {{file: {d}/HALT, issue_title: HALT FLEET}}
 policy:
-  attempt_cap: 2           # demo: two attempts so crash/hang/garbled exhaust quickly
+  attempt_cap: 3           # as inventory.yaml: fleet-status after the demo says what the demo saw
   retry_backoffs_s: [1, 2] # demo only: production backoffs must outlast the CLI's ~200 s ladder (D7)
   max_run_s: 8             # demo only: ends the hang fault in seconds (RuntimeMaxSec)
 state_dir: {d}/state
@@ -57,8 +72,8 @@ _WORKER = """\
     state_dir: {d}/workers/{name}
     python: {py}
     agent: {py} -m fleet.agents.demo
-    supervisor: portable
-    path_prefix: []
+    supervisor: auto
+    path_prefix: [~/.local/bin]
 """
 
 SAMPLES: list[dict[str, object]] = [
@@ -96,9 +111,7 @@ SAMPLES: list[dict[str, object]] = [
 
 def write_inventory(root: Path) -> Path:
     py = sys.executable
-    workers = "".join(
-        _WORKER.format(name=n, d=root, py=py) for n in ("local", "local-2", "local-3")
-    )
+    workers = "".join(_WORKER.format(name=n, d=root, py=py) for n in WORKERS)
     path = root / "inventory.yaml"
     path.write_text(_INVENTORY.format(d=root, workers=workers), encoding="utf-8")
     return path
@@ -113,7 +126,7 @@ def file_samples(ctx: FleetContext) -> dict[str, int]:
         if s.get("fixture"):
             labels.append(fixture)
         n = board.create_issue(
-            str(s["title"]), f"Demo issue ({s['key']}).", labels=labels, lane=s.get("lane")
+            str(s["title"]), f"{DEMO_BODY}{s['key']}).", labels=labels, lane=s.get("lane")
         )  # type: ignore[arg-type]
         numbers[str(s["key"])] = n
     for s in SAMPLES:
@@ -133,16 +146,93 @@ def idle(ctx: FleetContext) -> tuple[bool, str]:
     return verdict.idle and not planned, f"{verdict.line()}; {planned} eligible"
 
 
+class DemoRefused(RuntimeError):
+    """Starting afresh would delete issues the demo did not file."""
+
+
+def foreign_issues(root: Path) -> list[int]:
+    """Issues on the board under ``root`` that the demo did not file (a newcomer's own work)."""
+    path = root / "board.sqlite3"
+    if not path.exists():
+        return []
+    from fleet.board.local import LocalBoard
+
+    board = LocalBoard(path, root / "origin.git")
+    try:
+        return [i.number for i in board.list_issues() if not i.body.startswith(DEMO_BODY)]
+    finally:
+        board.disconnect()
+
+
+def fresh(root: Path) -> None:
+    """Remove the last run's fleet, unless its board holds someone's own issues."""
+    if not root.exists():
+        return
+    mine = foreign_issues(root)
+    if mine:
+        listed = ", ".join(f"#{n}" for n in mine[:10]) + (" ..." if len(mine) > 10 else "")
+        raise DemoRefused(
+            f"demo: the embedded default's board {root / 'board.sqlite3'} holds issues the demo "
+            f"did not file ({listed}); starting afresh would delete them. Run `invoke demo --keep`, "
+            f"or move {root} aside first"
+        )
+    shutil.rmtree(root)
+
+
+def _closed(ctx: FleetContext) -> int:
+    return sum(1 for i in ctx.board.list_issues() if not i.is_open)  # type: ignore[attr-defined]
+
+
+def drain_demo(ctx: FleetContext, filed: int) -> int:
+    """Sweep until idle (or the deadline), showing issues closed of filed and the current sweep."""
+    started = time.monotonic()
+    sweeps = 0
+    with Meter("demo: drain (issues closed of filed)", total=filed) as meter:
+        while time.monotonic() - started < DEMO_DEADLINE_S:
+            report = tick(ctx, apply=True)
+            sweeps += 1
+            launched = [r for r in report.results if r.launched]
+            if launched:
+                meter.line(
+                    f"demo: sweep {sweeps}: launched "
+                    + ", ".join(f"#{r.issue}→{r.worker}" for r in launched)
+                )
+            done, why = idle(ctx)
+            meter.update(_closed(ctx), f"sweep {sweeps}: {report.outcome}; {why}")
+            if done:
+                meter.line(
+                    f"demo: idle after {sweeps} sweeps, {time.monotonic() - started:.1f}s ({why})"
+                )
+                return sweeps
+            time.sleep(TICK_S)
+    print(f"demo: gave up waiting after {DEMO_DEADLINE_S}s ({idle(ctx)[1]})")
+    return sweeps
+
+
+def write_demo_timeline(ctx: FleetContext, started: datetime) -> Path:
+    """The timeline of this run, drawn by ``invoke timeline``'s own code, in the state dir."""
+    inv = ctx.inventory
+    issues = board_issues(ctx.board)
+    records = read_records(Path(inv.state_dir) / "trace.jsonl", ctx.warn)
+    now = datetime.now(UTC)
+    tl = timeline_of(
+        inv, issues.issues, records, now=now, span=now - started + timedelta(seconds=5)
+    )
+    return write_page(tl, default_out(inv), title="fleet timeline: invoke demo")
+
+
 def run_demo(*, keep: bool = False, root: Path | None = None) -> int:
     root = (root or Path(".fleet/demo")).resolve()
-    if root.exists() and not keep:
-        shutil.rmtree(root)
+    if not keep:
+        fresh(root)
     root.mkdir(parents=True, exist_ok=True)
     inv_path = write_inventory(root)
+    began = datetime.now(UTC)
     print(f"demo: embedded default under {root} (inventory {inv_path})")
     print("demo: retry backoffs 1s,2s and an 8s run limit keep it short (see the inventory)")
     open_board(load(inv_path), create=True)
     with context(str(inv_path)) as ctx:
+        numbers: dict[str, int] = {}
         if not keep:
             ctx.board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
             numbers = file_samples(ctx)
@@ -150,26 +240,8 @@ def run_demo(*, keep: bool = False, root: Path | None = None) -> int:
                 f"demo: filed {len(numbers)} sample issues: "
                 + ", ".join(f"#{n} {k}" for k, n in numbers.items())
             )
-        started = time.monotonic()
-        sweeps = 0
-        while time.monotonic() - started < DEMO_DEADLINE_S:
-            report = tick(ctx, apply=True)
-            sweeps += 1
-            launched = [r for r in report.results if r.launched]
-            if launched:
-                print(
-                    f"demo: sweep {sweeps}: launched "
-                    + ", ".join(f"#{r.issue}→{r.worker}" for r in launched)
-                )
-            done, why = idle(ctx)
-            if done:
-                print(
-                    f"demo: idle after {sweeps} sweeps, {time.monotonic() - started:.1f}s ({why})"
-                )
-                break
-            time.sleep(TICK_S)
-        else:
-            print(f"demo: gave up waiting after {DEMO_DEADLINE_S}s ({idle(ctx)[1]})")
+        filed = len(numbers) or len(ctx.board.list_issues())  # type: ignore[attr-defined]
+        drain_demo(ctx, filed)
         snap = snapshot(ctx)
         print()
         print(
@@ -181,9 +253,14 @@ def run_demo(*, keep: bool = False, root: Path | None = None) -> int:
                 switches=read_switches(ctx.inventory),
             )
         )
-        closed = [i for i in ctx.board.list_issues() if not i.is_open]  # type: ignore[attr-defined]
         print(
-            f"\ndemo: {len(closed)} issues closed by merged PRs at "
+            f"\ndemo: {_closed(ctx)} issues closed by merged PRs at "
             f"{datetime.now(UTC).isoformat(timespec='seconds')}"
         )
+        page = write_demo_timeline(ctx, began)
+    print(f"demo: timeline of this run: {page}")
+    print(
+        "demo: the embedded default (inventory.yaml) is this fleet: `invoke fleet-status`, "
+        "`invoke timeline --png`, `invoke board.list`, `invoke schedule` show it as it is now"
+    )
     return 0

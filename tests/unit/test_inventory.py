@@ -39,12 +39,17 @@ def error(text: str, path: str = "inv.yaml") -> InventoryError:
 def test_committed_inventory_is_the_embedded_default() -> None:
     inv = load(COMMITTED)
     assert inv.board.kind == "local" and inv.board.github is None
-    assert inv.board.path == REPO / ".fleet" / "board.sqlite3"
-    assert inv.board.origin == REPO / ".fleet" / "origin.git"
-    assert inv.lock.path == REPO / ".fleet" / "fleet.lock" and inv.lock.host is None
-    assert inv.halt.file == REPO / ".fleet" / "HALT"
-    assert inv.state_dir == REPO / ".fleet" / "state"
-    assert [(w.name, w.transport) for w in inv.workers] == [("local", "local")]
+    demo = REPO / ".fleet" / "demo"  # the demo's fleet (fleet/demo.py, test_demo_inventory.py)
+    assert inv.board.path == demo / "board.sqlite3"
+    assert inv.board.origin == demo / "origin.git"
+    assert inv.lock.path == demo / "fleet.lock" and inv.lock.host is None
+    assert inv.halt.file == demo / "HALT"
+    assert inv.state_dir == demo / "state"
+    assert [(w.name, w.transport) for w in inv.workers] == [
+        ("local", "local"),
+        ("local-2", "local"),
+        ("local-3", "local"),
+    ]
     assert inv.policy == Policy()  # the file repeats fleet.model's defaults, nothing else
 
 
