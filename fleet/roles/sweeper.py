@@ -213,6 +213,7 @@ def tick_record(report: TickReport, switches: Switches, *, apply: bool) -> dict[
             for r in report.results
             if not r.launched
         ],
+        "halts": to_jsonable(report.plan.halts),
         "switches": {
             "pause": _switch_record(switches.pause),
             "drain": _switch_record(switches.drain),

@@ -169,12 +169,9 @@ def _switch(r: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
     return s if isinstance(s, Mapping) else None
 
 
-def _halt_keys(
-    r: Mapping[str, Any], since: dict[tuple[str, ...], datetime]
-) -> set[tuple[str, ...]]:
-    snap = r.get("snapshot") if isinstance(r.get("snapshot"), Mapping) else {}
+def _halt_keys(halts: object, since: dict[tuple[str, ...], datetime]) -> set[tuple[str, ...]]:
     keys: set[tuple[str, ...]] = set()
-    for h in snap.get("halts") or ():
+    for h in halts if isinstance(halts, list) else ():
         if not isinstance(h, Mapping):
             continue
         who = f" by {h['author']}" if h.get("author") else ""
@@ -205,15 +202,22 @@ def _hold_keys(r: Mapping[str, Any]) -> set[tuple[str, ...]]:
     return keys
 
 
-def bands_of(trace: Sequence[Mapping[str, Any]], now: datetime) -> tuple[Band, ...]:
-    """Halts (each sweep's snapshot), pauses, drains and unreadable-board spells (TICK records).
+def _snapshot_halts(r: Mapping[str, Any]) -> object:
+    snap = r.get("snapshot")
+    return snap.get("halts") if isinstance(snap, Mapping) else None
 
-    Halts are only in SWEEP records and holds only in TICK ones: each kind of record speaks only for
-    what it carries, so a TICK never closes a halt band nor a SWEEP a pause.
-    """
+
+def bands_of(trace: Sequence[Mapping[str, Any]], now: datetime) -> tuple[Band, ...]:
+    """Halts, pauses, drains and unreadable-board spells, from the TICK records (a halted tick
+    reads no board, so its halt is only there); a trace from before TICK records draws its halts
+    from the SWEEP snapshots."""
     since: dict[tuple[str, ...], datetime] = {}
-    halts = [(at, _halt_keys(r, since)) for at, r in _timed(trace, "SWEEP")]
-    holds = [(at, _hold_keys(r)) for at, r in _timed(trace, "TICK") if r.get("apply", True)]
+    ticks = [(at, r) for at, r in _timed(trace, "TICK") if r.get("apply", True)]
+    if ticks:
+        halts = [(at, _halt_keys(r.get("halts"), since)) for at, r in ticks]
+    else:
+        halts = [(at, _halt_keys(_snapshot_halts(r), since)) for at, r in _timed(trace, "SWEEP")]
+    holds = [(at, _hold_keys(r)) for at, r in ticks]
     periods = _periods(halts, now, since) + _periods(holds, now)  # type: ignore[arg-type]
     return tuple(
         Band(k[0], k[1], start, end, ongoing)

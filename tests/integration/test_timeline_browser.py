@@ -84,7 +84,7 @@ def fleet_history():
                 "at": at(s).isoformat(),
                 "apply": True,
                 "summary": "x",
-                "snapshot": {"workers": [], "halts": [halt] if 900 <= s < 1500 else []},
+                "snapshot": {"workers": [], "halts": []},
             }
         )
         trace.append(
@@ -97,6 +97,7 @@ def fleet_history():
                 "launched": [{"issue": 1, "worker": "w1"}] if i == 0 else [],
                 "refused": [{"issue": 5, "code": 24, "reason": "dark"}] if i == 6 else [],
                 "switches": {"pause": {"reason": "window"} if s >= 1800 else None, "drain": None},
+                "halts": [halt] if 900 <= s < 1500 else [],
             }
         )
     return build(

@@ -137,7 +137,9 @@ def _sweep(s: float, *workers: dict, halts=()) -> dict:
     }
 
 
-def _tick(s: float, outcome="idle", launched=(), refused=(), pause=None, drain=None) -> dict:
+def _tick(
+    s: float, outcome="idle", launched=(), refused=(), pause=None, drain=None, halts=()
+) -> dict:
     return {
         "event": "TICK",
         "at": at(s).isoformat(),
@@ -147,6 +149,7 @@ def _tick(s: float, outcome="idle", launched=(), refused=(), pause=None, drain=N
         "launched": [{"issue": n, "worker": w} for n, w in launched],
         "refused": [{"issue": n, "code": c, "reason": "why"} for n, c in refused],
         "switches": {"pause": pause, "drain": drain},
+        "halts": list(halts),
     }
 
 
@@ -183,12 +186,9 @@ def test_halt_pause_and_drain_are_bands_from_first_to_first_gone():
         "since": at(-50).isoformat(),
     }
     pause = {"reason": "window", "author": "al", "since": None}
-    trace = [
-        _sweep(0, halts=[halt]),
-        _tick(1, "halted"),
-        _sweep(300, halts=[halt]),
-        _tick(301, "halted"),
-        _sweep(600),
+    trace = [  # a halted or held tick reads no board: its TICK record is all there is
+        _tick(1, "halted", halts=[halt]),
+        _tick(301, "halted", halts=[halt]),
         _tick(601, "paused", pause=pause),
         _sweep(900),
         _tick(901, "paused", pause=pause),
@@ -198,11 +198,37 @@ def test_halt_pause_and_drain_are_bands_from_first_to_first_gone():
     bands = bands_of(trace, at(1500))
     kinds = [(b.kind, b.start, b.end, b.ongoing) for b in bands]
     assert kinds == [
-        ("halt", at(-50), at(600), False),  # from the switch's own since
+        ("halt", at(-50), at(601), False),  # from the switch's own since
         ("pause", at(601), at(1201), False),
         ("drain", at(1201), at(1500), True),
     ]
     assert "bad deploy" in bands[0].label and "no reason was recorded" in bands[2].label
+
+
+def test_an_older_trace_draws_its_halts_from_the_sweep_snapshots():
+    halt = {"source": "issue", "reason": None, "where": "#9", "since": None}
+    trace = [_sweep(0, halts=[halt]), _sweep(300, halts=[halt]), _sweep(600)]
+    (band,) = bands_of(trace, at(900))
+    assert (band.kind, band.start, band.end) == ("halt", at(0), at(600))
+    assert "no reason was recorded" in band.label
+
+
+def test_the_sweepers_own_tick_record_draws_its_halt_and_its_pause(tmp_path):
+    """The production record (fleet.roles.sweeper.tick_record) through a real trace file."""
+    from fleet.model import Halt, Plan
+    from fleet.roles.sweeper import TickReport, tick_record
+    from fleet.switches import Switch, Switches
+    from fleet.trace import Trace, read_trace
+
+    trace = Trace(tmp_path / "trace.jsonl")
+    halt = Halt("file", "bad deploy", at(-60), "al", "/x/HALT")
+    off = Switches(None, None, None)
+    paused = Switches(None, Switch("PAUSE", "/x/PAUSE", "window", "al", at(0)), None)
+    trace.event("TICK", **tick_record(TickReport("halted", Plan(halts=(halt,))), off, apply=True))
+    trace.event("TICK", **tick_record(TickReport("paused", Plan()), paused, apply=True))
+    bands = bands_of(read_trace(tmp_path / "trace.jsonl"), datetime.now(UTC))
+    assert [(b.kind, b.ongoing) for b in bands] == [("halt", False), ("pause", True)]
+    assert bands[0].start == at(-60) and "bad deploy" in bands[0].label and "al" in bands[1].label
 
 
 def test_a_worker_a_sweep_could_not_reach_neither_opens_nor_closes_a_dark_period():
