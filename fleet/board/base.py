@@ -32,6 +32,16 @@ class BoardWriteError(BoardError):
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """A board item the read could not see: kept out of the queue and named, never dropped in
+    silence. "No such item" and "an item we may not read" are different facts (D20)."""
+
+    item: str  # the board's id for the item, or where it sat when it had none
+    reason: str  # a short closed name: FORBIDDEN, NOT_FOUND, SAML, ...
+    message: str  # the backend's own words
+
+
+@dataclass(frozen=True)
 class BoardPage:
     """One cycle's read of the queue: every open issue (with comments and events) on the board.
 
@@ -43,6 +53,7 @@ class BoardPage:
     read_at: datetime
     cost: int = 0
     cost_unit: str = ""
+    skipped: tuple[Skipped, ...] = ()  # items the read could not see (GitHub's partial answers)
 
 
 @runtime_checkable

@@ -30,10 +30,11 @@ from urllib.parse import quote
 import httpx
 
 from fleet.board import github_parse as parse
+from fleet.board import github_partial as partial
 from fleet.board import github_queries as q
-from fleet.board.base import BoardError, BoardPage, BoardUnreadable, BoardWriteError
+from fleet.board.base import BoardError, BoardPage, BoardUnreadable, BoardWriteError, Skipped
 from fleet.board.github_forge import GitHubForge
-from fleet.board.github_http import GitHubHTTP, RateLimit
+from fleet.board.github_http import GitHubHTTP, RateLimit, ReadGraphQLErrors, message_of
 from fleet.board.github_project import ProjectFields, project_node
 from fleet.model import CIState, Comment, Issue, Mention, PullRequest, StateReason, Status
 
@@ -134,9 +135,10 @@ class GitHubBoard:
 
     def read(self) -> BoardPage:
         items: list[tuple[dict[str, Any], str | None, str | None]] = []
+        unseen: list[Skipped] = []
         cost, after = 0, None
-        for _ in range(-(-MAX_ITEMS // self.page_size)):
-            data = self._http.graphql(
+        for page_no in range(-(-MAX_ITEMS // self.page_size)):
+            data, errors = self._http.graphql_partial(
                 q.BOARD_PAGE,
                 {
                     "owner": self.owner,
@@ -148,19 +150,20 @@ class GitHubBoard:
                 },
             )
             cost += self._cost()
+            bad, whole = partial.split(errors, partial.BOARD_ITEMS)
+            if whole:  # about the board itself: no eligibility decision can be made (D5)
+                raise ReadGraphQLErrors(f"board read: {message_of({'errors': whole})}", whole)
             conn = parse.obj(
                 project_node(data, self.owner, self.project_number).get("items"), "projectV2.items"
             )
-            for item in parse.nodes(conn, "projectV2.items"):
-                content = item.get("content")
-                if item.get("isArchived") or not isinstance(content, dict):
+            for index, item in enumerate(parse.seq(conn.get("nodes"), "projectV2.items.nodes")):
+                if index in bad:
+                    where = item.get("id") if isinstance(item, dict) else None
+                    name = where if isinstance(where, str) else f"page {page_no + 1} item {index}"
+                    unseen.append(partial.skipped(name, bad[index]))
                     continue
-                if content.get("__typename") != "Issue" or content.get("state") != "OPEN":
-                    continue  # draft issues, pull requests, closed issues are not the queue
-                if parse.repository_of(content, self.full_name, "item") != "":
-                    continue  # another repository's issue on a shared board is not ours
-                status = parse.field_text(item.get("status"))
-                items.append((content, status, parse.field_text(item.get("lane"))))
+                if isinstance(item, dict) and (row := self._queue_row(item)) is not None:
+                    items.append(row)
             page = parse.obj(conn.get("pageInfo"), "items.pageInfo")
             if not page.get("hasNextPage"):
                 break
@@ -168,39 +171,66 @@ class GitHubBoard:
         else:
             raise BoardUnreadable(f"board has more than {MAX_ITEMS} items; refusing a partial read")
         wanted = [c["id"] for c, s, _ in items if s == Status.TODO.value and parse.has_edges(c)]
-        edges, edge_cost = self._edges(wanted)
+        edges, edge_cost, edge_unseen = self._edges(wanted)
         issues = tuple(
             parse.issue(
                 c,
                 full_name=self.full_name,
                 status=s,
                 lane=lane,
-                blocked_by=edges.get(c["id"], ((), ()))[0],
-                sub_issues=edges.get(c["id"], ((), ()))[1],
+                blocked_by=edges[c["id"]][0] if c["id"] in edges else (),
+                sub_issues=edges[c["id"]][1] if c["id"] in edges else (),
             )
             for c, s, lane in sorted(items, key=lambda t: t[0].get("number", 0))
+            if c["id"] not in edge_unseen
         )
         return BoardPage(
-            issues=issues, read_at=datetime.now(UTC), cost=cost + edge_cost, cost_unit="points"
+            issues=issues,
+            read_at=datetime.now(UTC),
+            cost=cost + edge_cost,
+            cost_unit="points",
+            skipped=tuple(unseen) + tuple(edge_unseen.values()),
         )
+
+    def _queue_row(
+        self, item: dict[str, Any]
+    ) -> tuple[dict[str, Any], str | None, str | None] | None:
+        """The item's issue, Status and Lane when it is part of the queue, else None."""
+        content = item.get("content")
+        if item.get("isArchived") or not isinstance(content, dict):
+            return None
+        if content.get("__typename") != "Issue" or content.get("state") != "OPEN":
+            return None  # draft issues, pull requests, closed issues are not the queue
+        if parse.repository_of(content, self.full_name, "item") != "":
+            return None  # another repository's issue on a shared board is not ours
+        return content, parse.field_text(item.get("status")), parse.field_text(item.get("lane"))
 
     def _cost(self) -> int:
         return self.last_rate_limit.cost if self.last_rate_limit else 0
 
-    def _edges(self, ids: list[str]) -> tuple[dict[str, tuple[Any, Any]], int]:
-        """Blockers and sub-issues of the candidates, ``EDGES_PER_QUERY`` ids a call."""
+    def _edges(self, ids: list[str]) -> tuple[dict[str, tuple[Any, Any]], int, dict[str, Skipped]]:
+        """Blockers and sub-issues of the candidates, ``EDGES_PER_QUERY`` ids a call. A candidate
+        whose lists came back partly unreadable (a blocker in a repository the token cannot see)
+        is skipped and named: an unseen blocker may be open (predicate 4)."""
         out: dict[str, tuple[Any, Any]] = {}
+        unseen: dict[str, Skipped] = {}
         cost = 0
         for start in range(0, len(ids), EDGES_PER_QUERY):
-            data = self._http.graphql(q.EDGES, {"ids": ids[start : start + EDGES_PER_QUERY]})
+            chunk = ids[start : start + EDGES_PER_QUERY]
+            data, errors = self._http.graphql_partial(q.EDGES, {"ids": chunk})
             cost += self._cost()
-            for node in parse.seq(data.get("nodes"), "nodes"):
-                if isinstance(node, dict) and node.get("__typename") == "Issue":
+            bad, whole = partial.split(errors, partial.EDGE_NODES)
+            if whole:
+                raise ReadGraphQLErrors(f"candidate lists: {message_of({'errors': whole})}", whole)
+            for index, node in enumerate(parse.seq(data.get("nodes"), "nodes")):
+                if index in bad and index < len(chunk):
+                    unseen[chunk[index]] = partial.skipped(chunk[index], bad[index])
+                elif isinstance(node, dict) and node.get("__typename") == "Issue":
                     out[node["id"]] = (
                         parse.refs(node.get("blockedBy"), self.full_name, "blockedBy"),
                         parse.refs(node.get("subIssues"), self.full_name, "subIssues"),
                     )
-        return out, cost
+        return out, cost, unseen
 
     def issue(self, number: int) -> Issue | None:
         data = self._http.graphql(

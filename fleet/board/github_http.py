@@ -101,6 +101,11 @@ def message_of(body: Any) -> str:
     return ""
 
 
+def _op(document: str) -> str:
+    """The operation's name, for messages: ``query BoardPage(...)`` -> ``query BoardPage``."""
+    return document.split("(", 1)[0].split("{", 1)[0].strip() or "graphql"
+
+
 def json_of(response: httpx.Response) -> Any:
     """The body as JSON, or ``None`` when it is empty or not JSON."""
     if not response.content:
@@ -264,26 +269,40 @@ class GitHubHTTP:
         """Run one document; return ``data``. Any ``errors`` raise, so an error is never read as
         an empty answer (D5). ``not_found_ok`` lets NOT_FOUND errors through (with their nulls in
         ``data``) for "is there such an issue?"."""
+        data, errors = self.graphql_partial(document, variables, write=write)
+        tolerable = not_found_ok and all(e.get("type") == "NOT_FOUND" for e in errors)
+        if errors and not tolerable:
+            cls = WriteGraphQLErrors if write else ReadGraphQLErrors
+            raise cls(f"{_op(document)}: {message_of({'errors': errors}) or 'errors'}", errors)
+        return data
+
+    def graphql_partial(
+        self, document: str, variables: Mapping[str, Any], *, write: bool = False
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Run one document; return ``data`` and the ``errors`` GitHub answered beside it.
+
+        GitHub answers a document partly: an item the token may not read comes back ``null`` at
+        its ``path`` with an error naming that path (FORBIDDEN, NOT_FOUND, SAML enforcement), and
+        the rest of ``data`` is whole. The caller decides which paths it can do without; an answer
+        with no ``data`` object at all still raises.
+        """
         payload = {"query": document, "variables": dict(variables)}
         response, body = self.send("POST", self.graphql_url, write=write, json=payload)
-        op = document.split("(", 1)[0].split("{", 1)[0].strip() or "graphql"
+        op = _op(document)
         if response.status_code != 200 or not isinstance(body, dict):
             detail = message_of(body) or "no JSON object"
             raise self._fail(write, f"{op}: HTTP {response.status_code}: {detail}")
-        errors = body.get("errors")
+        raw = body.get("errors") or []
+        errors = [e if isinstance(e, dict) else {"message": str(e)}
+                  for e in (raw if isinstance(raw, list) else [raw])]  # fmt: skip
         data = body.get("data")
-        if errors:
-            errors = errors if isinstance(errors, list) else [errors]
-            tolerable = not_found_ok and all(
-                isinstance(e, dict) and e.get("type") == "NOT_FOUND" for e in errors
-            )
-            if not tolerable or not isinstance(data, dict):
+        if not isinstance(data, dict):
+            if errors:
                 cls = WriteGraphQLErrors if write else ReadGraphQLErrors
                 raise cls(f"{op}: {message_of(body) or 'errors'}", errors)
-        if not isinstance(data, dict):
             raise self._fail(write, f"{op}: answer has no data object")
         self._note_rate_limit(data.get("rateLimit"))
-        return data
+        return data, errors
 
     def _note_rate_limit(self, value: Any) -> None:
         if isinstance(value, dict) and isinstance(value.get("cost"), int):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from invoke.exceptions import Exit as InvokeExit
 
-from fleet import cost
+from fleet import cost, unseen
 from fleet.board.base import BoardPage
 from fleet.cmd.common import context, emit_json, fail, inventory
 from fleet.context import FleetContext
@@ -91,15 +91,22 @@ def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool =
         hb = read_heartbeat(Path(ctx.inventory.state_dir))
         sw = read_switches(ctx.inventory)
         priced = _cost_report(ctx, page) if show_cost else None
+        skipped = page.skipped if page is not None else ()
         if as_json_:
             out = as_json(snap, plan, hb, issue, switches=sw)
+            out["skipped"] = unseen.as_json(skipped)
             if priced is not None:
                 out["cost"] = cost.as_json(*priced)
+                out["cost"]["skipped"] = out["skipped"]
             emit_json(out)
         else:
             print(render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue, switches=sw))
+            if (seen := unseen.line(skipped)) is not None:
+                print(seen)
             if priced is not None:
                 print(cost.render(*priced))
+                if seen is not None:
+                    print(f"  this read's price excludes them: {seen}")
 
 
 def _cost_report(
