@@ -212,6 +212,13 @@ class History:
         return None
 
 
+def same_login(a: str, b: str) -> bool:
+    """GitHub logins are case-insensitive (``Fleet-Bot`` and ``fleet-bot`` are one account), so
+    every comparison of an author with the fleet's identity goes through here: a case difference
+    must not make the fleet ignore its own markers (attempt cap, "already running")."""
+    return a.casefold() == b.casefold()
+
+
 def _words(issue: Issue, identity: str | None) -> list[Word]:
     entries: list[tuple[datetime, int, Word]] = []
     for c in issue.comments:
@@ -219,7 +226,7 @@ def _words(issue: Issue, identity: str | None) -> list[Word]:
         if marker is not None:
             # A status marker counts only from the fleet's own identity; a hold (park) may be
             # posted by a human. Anyone else's look-alike is text, not queue state.
-            if identity is None or c.author == identity or marker.kind is Kind.PARK:
+            if identity is None or same_login(c.author, identity) or marker.kind is Kind.PARK:
                 entries.append((c.created_at, 0, Word(WordKind.MARKER, c.created_at, marker)))
         elif is_release(c):
             entries.append((c.created_at, 0, Word(WordKind.RELEASE, c.created_at)))

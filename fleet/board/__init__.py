@@ -9,7 +9,15 @@ from fleet.board.base import Board, BoardError, BoardPage, BoardUnreadable, Boar
 if TYPE_CHECKING:
     from fleet.inventory import Inventory
 
-__all__ = ["Board", "BoardError", "BoardPage", "BoardUnreadable", "BoardWriteError", "open_board"]
+__all__ = [
+    "Board",
+    "BoardError",
+    "BoardPage",
+    "BoardUnreadable",
+    "BoardWriteError",
+    "check_identity",
+    "open_board",
+]
 
 
 def open_board(inv: Inventory, *, create: bool = False) -> Board:
@@ -34,3 +42,13 @@ def open_board(inv: Inventory, *, create: bool = False) -> Board:
             "check board.path in the inventory if you expected one"
         )
     return LocalBoard(cfg.path, cfg.origin, identity=cfg.identity)
+
+
+def check_identity(board: object) -> None:
+    """Raise :class:`~fleet.board.base.IdentityMismatch` when the board's credential writes as
+    another login than its identity. A board that can tell who its credential is checks it
+    (GitHub: ``viewer { login }``); one that writes as any named author (the embedded board) has
+    nothing to check."""
+    check = getattr(board, "check_identity", None)
+    if callable(check):
+        check()

@@ -31,6 +31,12 @@ class BoardWriteError(BoardError):
     """A write (comment, close, label) did not take; the caller must not assume it did."""
 
 
+class IdentityMismatch(BoardWriteError):
+    """The credential writes as another login than the inventory's ``identity``: every marker it
+    posted would be someone else's words to the fleet (attempt cap and "already running" would
+    stop working), so nothing is written (D20: its own name, not a write that failed)."""
+
+
 @dataclass(frozen=True)
 class Skipped:
     """A board item the read could not see: kept out of the queue and named, never dropped in

@@ -32,10 +32,18 @@ import httpx
 from fleet.board import github_parse as parse
 from fleet.board import github_partial as partial
 from fleet.board import github_queries as q
-from fleet.board.base import BoardError, BoardPage, BoardUnreadable, BoardWriteError, Skipped
+from fleet.board.base import (
+    BoardError,
+    BoardPage,
+    BoardUnreadable,
+    BoardWriteError,
+    IdentityMismatch,
+    Skipped,
+)
 from fleet.board.github_forge import GitHubForge
 from fleet.board.github_http import GitHubHTTP, RateLimit, ReadGraphQLErrors, message_of
 from fleet.board.github_project import ProjectFields, project_node
+from fleet.markers import same_login
 from fleet.model import CIState, Comment, Issue, Mention, PullRequest, StateReason, Status
 
 if TYPE_CHECKING:
@@ -96,6 +104,8 @@ class GitHubBoard:
         self._http = GitHubHTTP(token=token, api_url=api_url, client=client, sleep=sleep)
         self._fields = ProjectFields(self._http, owner, repo, project_number)
         self._forge = GitHubForge(self._http, owner, repo)
+        self._login: str | None = None
+        self._http.before_first_write = self.check_identity
 
     @classmethod
     def from_env(cls, cfg: BoardConfig, env: Mapping[str, str] = os.environ) -> GitHubBoard:
@@ -130,6 +140,28 @@ class GitHubBoard:
     def last_rate_limit(self) -> RateLimit | None:
         """GraphQL's account of the last call: cost, points remaining, reset time."""
         return self._http.last_rate_limit
+
+    # -- who the token is (D18) ------------------------------------------------------------------
+
+    def whoami(self) -> str:
+        """The token's login (``viewer { login }``), read once per board instance."""
+        if self._login is None:
+            data = self._http.graphql(q.VIEWER, {})
+            viewer = parse.obj(data.get("viewer"), "viewer")
+            self._login = parse.text(viewer.get("login"), "viewer.login")
+        return self._login
+
+    def check_identity(self) -> None:
+        """Refuse to write unless the token's login is ``identity`` (compared as GitHub compares
+        logins: without case). Runs before the first write of every board instance, so once per
+        command; a command may call it up front to refuse before doing anything else."""
+        login = self.whoami()
+        if not same_login(login, self.identity):
+            raise IdentityMismatch(
+                f"the token belongs to {login!r} but the inventory's identity is "
+                f"{self.identity!r}: set board.identity to {login!r}, or use {self.identity!r}'s "
+                "token (docs/github.md)"
+            )
 
     # -- the queue -------------------------------------------------------------------------------
 
@@ -421,7 +453,7 @@ class GitHubBoard:
         """GitHub writes as the token's user (D18). Writing as ``self.identity`` while a caller
         asked for someone else would file that someone's words under the fleet's name — a
         human's text read as the fleet's marker — so it is refused, not ignored (D20)."""
-        if author is not None and author != self.identity:
+        if author is not None and not same_login(author, self.identity):
             raise BoardWriteError(
                 f"cannot write as {author!r}: GitHub writes as the token's user {self.identity!r}"
             )

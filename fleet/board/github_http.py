@@ -169,6 +169,9 @@ class GitHubHTTP:
         self._sleep = sleep
         self._clock = clock
         self.last_rate_limit: RateLimit | None = None
+        # Run once before the first write (the board's identity check); it stays armed until it
+        # passes, so a failed check stops every later write too.
+        self.before_first_write: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"GitHubHTTP(api_url={self.api_url!r})"
@@ -191,6 +194,9 @@ class GitHubHTTP:
         """Send one request; return the final response and its JSON body (any status)."""
         if not self.owns(url) and url != self.graphql_url:
             raise (BoardWriteError if write else BoardUnreadable)(f"refusing to send to {url}")
+        if write and self.before_first_write is not None:
+            self.before_first_write()  # raises to refuse the write
+            self.before_first_write = None
         idempotent = method in ("GET", "PUT", "PATCH", "DELETE") or (
             method == "POST" and url == self.graphql_url and not write
         )

@@ -234,6 +234,15 @@ query IssueItem($owner: String!, $name: String!, $number: Int!) {{
 }}
 """
 
+# Who the token is (#11 item 3): the login every write is attributed to (D18), checked against the
+# inventory's identity once per command that writes.
+VIEWER = f"""
+query Viewer {{
+  {_RATE}
+  viewer {{ login }}
+}}
+"""
+
 ADD_ITEM = """
 mutation AddItem($project: ID!, $content: ID!) {
   addProjectV2ItemById(input: {projectId: $project, contentId: $content}) { item { id } }
@@ -264,6 +273,7 @@ DOCUMENTS: dict[str, str] = {
     "CLOSING_PULL_REQUESTS": CLOSING_PULL_REQUESTS,
     "PROJECT": PROJECT,
     "ISSUE_ITEM": ISSUE_ITEM,
+    "VIEWER": VIEWER,
     "ADD_ITEM": ADD_ITEM,
     "SET_FIELD": SET_FIELD,
     "CLEAR_FIELD": CLEAR_FIELD,

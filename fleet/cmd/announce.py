@@ -36,7 +36,7 @@ def render(report: AnnounceReport, apply: bool) -> str:
 
 def announce_cmd(inv: str | None, apply: bool, as_json_: bool) -> None:
     try:
-        ctx = context(inv)
+        ctx = context(inv, writes=apply)
     except InvokeExit as exc:
         if exc.code != Exit.BOARD_UNREADABLE or apply:
             raise  # D5: --apply fails closed; nothing can be matched by title without the board

@@ -13,8 +13,8 @@ from typing import Any
 
 from invoke.exceptions import Exit as InvokeExit
 
-from fleet.board import open_board
-from fleet.board.base import BoardError
+from fleet.board import check_identity, open_board
+from fleet.board.base import BoardError, IdentityMismatch
 from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.inventory import Inventory, InventoryError, default_path, load
@@ -34,10 +34,17 @@ def inventory(path: str | None) -> Inventory:
         raise fail(Exit.INVENTORY, f"inventory not found: {exc.filename}") from None
 
 
-def context(path: str | None, *, create: bool = False) -> FleetContext:
+def context(path: str | None, *, create: bool = False, writes: bool = False) -> FleetContext:
+    """The inventory and its board. ``writes``: the command will write to the board, so the
+    token's login is checked against ``identity`` first (#11 item 3) and a mismatch refuses the
+    command before it does anything, with its own exit code."""
     inv = inventory(path)
     try:
         board = open_board(inv, create=create)
+        if writes:
+            check_identity(board)
+    except IdentityMismatch as exc:
+        raise fail(Exit.IDENTITY_MISMATCH, str(exc)) from None
     except BoardError as exc:
         raise fail(Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
     return FleetContext(inv, board)

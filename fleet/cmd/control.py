@@ -148,7 +148,7 @@ def drain(
 def cancel(
     inv_path: str | None, issue: int, reason: str | None, author: str | None, as_json: bool
 ) -> None:
-    with context(inv_path) as ctx:
+    with context(inv_path, writes=True) as ctx:
         report = cancel_issue(ctx, issue, author=operator(author), reason=reason or None)
     for line in report.lines():
         print(line)

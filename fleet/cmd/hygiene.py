@@ -76,12 +76,12 @@ def _show(name: str, report: ReapReport | RepairReport, lines: list[str], as_jso
 
 
 def reap_cmd(inv: str | None, apply: bool, as_json: bool) -> None:
-    with context(inv) as ctx:
+    with context(inv, writes=apply) as ctx:
         report = reap(ctx, apply=apply)
     _show("reap", report, reap_lines(report, apply), as_json)
 
 
 def repair_cmd(inv: str | None, apply: bool, as_json: bool) -> None:
-    with context(inv) as ctx:
+    with context(inv, writes=apply) as ctx:
         report = repair(ctx, apply=apply)
     _show("repair", report, repair_lines(report, apply), as_json)

@@ -24,11 +24,12 @@ from fleet.switches import read_switches
 from fleet.trace import read_trace
 
 
-def _unopenable(inv: str | None, apply: bool, message: str, as_json_: bool) -> None:
-    """The board could not even be opened: fail closed for --apply, report in a dry run (D5),
-    and write the heartbeat either way — every sweep exit path writes one (D14)."""
+def _unopenable(inv: str | None, apply: bool, message: str, why: Exit, as_json_: bool) -> None:
+    """The board could not even be opened (or its token is not the fleet's identity): fail
+    closed for --apply, report in a dry run (D5), and write the heartbeat either way — every
+    sweep exit path writes one (D14)."""
     invy = inventory(inv)
-    code = Exit.BOARD_UNREADABLE if apply else Exit.OK
+    code = why if apply else Exit.OK
     report = TickReport("failed", Plan(board_error=message), exit=code)
     write_heartbeat(Path(invy.state_dir), report, datetime.now(UTC), apply=apply)
     if as_json_:
@@ -54,11 +55,11 @@ def _tick_json(report: TickReport) -> dict[str, object]:
 
 def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
     try:
-        ctx = context(inv)
+        ctx = context(inv, writes=apply)
     except InvokeExit as exc:
-        if exc.code != Exit.BOARD_UNREADABLE:
+        if exc.code not in (Exit.BOARD_UNREADABLE, Exit.IDENTITY_MISMATCH):
             raise
-        _unopenable(inv, apply, str(exc.message), as_json_)
+        _unopenable(inv, apply, str(exc.message), Exit(exc.code), as_json_)
         return
     with ctx:
         try:
@@ -128,7 +129,7 @@ def _cost_report(
 def dispatch_cmd(
     inv: str | None, issue: int, worker: str | None, dry_run: bool, as_json_: bool, ignore_ci: bool
 ) -> None:
-    with context(inv) as ctx:
+    with context(inv, writes=not dry_run) as ctx:
         r = dispatch(ctx, issue, worker=worker, dry_run=dry_run, ignore_ci=ignore_ci)
         print(r.line(), file=sys.stderr)
         if as_json_:

@@ -14,8 +14,8 @@ import subprocess
 import sys
 import traceback
 
-from fleet.board import open_board
-from fleet.board.base import BoardError
+from fleet.board import check_identity, open_board
+from fleet.board.base import BoardError, IdentityMismatch
 from fleet.exits import RunExit
 from fleet.inventory import InventoryError, load
 from fleet.runner.run import Runner
@@ -80,6 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     except BoardError as exc:
         print(f"fleet-runner: the board cannot be opened: {exc}", file=sys.stderr)
         return RunExit.NO_CONFIG
+    try:  # before any marker: a marker under another login is not the fleet's (#11 item 3)
+        check_identity(board)
+    except IdentityMismatch as exc:
+        print(f"fleet-runner: {exc}; nothing posted", file=sys.stderr)
+        return RunExit.IDENTITY_MISMATCH
+    except BoardError as exc:  # an outage: the check runs again before the first write
+        print(f"fleet-runner: identity not checked yet ({exc})", file=sys.stderr)
     try:
         return Runner(inv, board, worker, args.issue, args.run_id).run()
     except (

@@ -38,6 +38,7 @@ class Replayer:
     def __init__(self, *, owner: str = "octo-org", repo: str = "widgets", login: str = "fleet-bot",
                  lane_kind: str = "TEXT", start: datetime | None = None) -> None:  # fmt: skip
         self.owner, self.repo, self.login = owner, repo, login
+        self.token_login = login  # who the token is: viewer { login } (may differ from login)
         self.full_name = f"{owner}/{repo}"
         self.project_number, self.project_id = 1, "PVT_kwDOREPLAY"
         self.lane_kind = lane_kind  # TEXT or SINGLE_SELECT (docs/github.md allows both)
@@ -251,7 +252,7 @@ class Replayer:
         return self._send(200, self.issue_json(issue))
 
     def _post_comment(self, n: int, *, body: Any, **_: Any) -> httpx.Response:
-        c = {"id": 4_000_000 + next(self._ids), "author": self.login, "body": body["body"],
+        c = {"id": 4_000_000 + next(self._ids), "author": self.token_login, "body": body["body"],
              "at": self.tick()}  # fmt: skip
         self.issues[n].comments.append(c)
         return self._send(201, self.comment_json(n, c))

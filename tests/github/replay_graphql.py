@@ -81,6 +81,10 @@ class Root:
                 "used": 5000 - self.s.remaining, "nodeCount": 0,
                 "resetAt": "2030-01-01T00:00:00Z"}  # fmt: skip
 
+    def viewer(self, info: Any) -> dict[str, Any]:
+        """The token's user, as GitHub spells the login (which may differ in case, #11 item 3)."""
+        return {"__typename": "User", "login": self.s.token_login}
+
     def repositoryOwner(self, info: Any, login: str) -> dict[str, Any] | None:
         if login.lower() != self.s.owner.lower():
             return None
