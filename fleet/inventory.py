@@ -34,6 +34,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from fleet.agentkinds import AgentKind, detect_kind
 from fleet.model import Policy
 
 ENV_VAR = "FLEET_INVENTORY"
@@ -47,6 +48,7 @@ _URL = re.compile(r"^https?://\S+$")
 TRANSPORTS = ("local", "ssh")
 SUPERVISORS = ("auto", "systemd", "portable")
 BOARD_KINDS = ("local", "github")
+AGENT_KINDS = tuple(k.value for k in AgentKind)  # fleet/agentkinds: one adapter per CLI
 
 # Defaults. Each bounds a failure; the numbers and their sources are repeated in inventory.yaml.
 # The policy numbers (attempt cap, backoffs, reaper threshold, timer period) live in fleet.model.
@@ -69,11 +71,11 @@ GITHUB_BOARD_KEYS = ("kind", "owner", "repo", "project_number", "identity", "tok
                      "status_field", "lane_field")
 LOCK_KEYS = ("path", "wait_s", "host")
 HALT_KEYS = ("file", "issue_title")
-POLICY_KEYS = ("hold_labels", "fixture_label", "do_not_dispatch", "attempt_cap", "retry_backoffs_s",
+POLICY_KEYS = ("hold_labels", "fixture_label", "do_not_dispatch", "attempt_cap", "capacity_cap", "retry_backoffs_s",
                "reaper_threshold_s", "timer_period_s", "max_run_s", "report_label")
 WORKER_KEYS = ("name", "transport", "host", "port", "master", "lane", "clone", "runner_clone",
                "runner_remote", "path_prefix", "agent", "supervisor", "key", "known_hosts",
-               "state_dir", "python", "max_run_s")
+               "state_dir", "python", "max_run_s", "agent_kind")
 # fmt: on
 
 
@@ -146,6 +148,8 @@ class WorkerConfig:
     state_dir: str  # capacity file, portable units, worktrees, logs of this worker
     python: str
     max_run_s: int  # RuntimeMaxSec of every unit on this worker
+    # Which adapter reads the agent's output (fleet/agentkinds); detected from ``agent`` when unset.
+    agent_kind: AgentKind = AgentKind.CLAUDE
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,8 @@ class Inventory:
     policy: Policy
     state_dir: Path  # trace, heartbeat, drain/pause flags
     workers: tuple[WorkerConfig, ...]
+    # Positioned notices that change nothing but deserve a look (an agent kind guessed as plain).
+    warnings: tuple[str, ...] = ()
 
     def worker(self, name: str) -> WorkerConfig | None:
         return next((w for w in self.workers if w.name == name), None)
@@ -370,6 +376,7 @@ def _policy(top: _Node) -> tuple[_Node, dict[str, Any]]:
         "fixture_label": node.text("fixture_label", _POLICY.fixture_label),
         "do_not_dispatch": node.text("do_not_dispatch", _POLICY.do_not_dispatch),
         "attempt_cap": node.integer("attempt_cap", _POLICY.attempt_cap),
+        "capacity_cap": node.integer("capacity_cap", _POLICY.capacity_cap),
         "retry_backoffs_s": node.items(
             "retry_backoffs_s",
             _POLICY.retry_backoffs_s,
@@ -384,7 +391,9 @@ def _policy(top: _Node) -> tuple[_Node, dict[str, Any]]:
     return node, fields
 
 
-def _worker(seq: CommentedSeq, i: int, top: _Node, base: Path, max_run_s: int) -> WorkerConfig:
+def _worker(
+    seq: CommentedSeq, i: int, top: _Node, base: Path, max_run_s: int, warnings: list[str]
+) -> WorkerConfig:
     value = seq[i]
     where = f"workers[{i}]"
     if not isinstance(value, CommentedMap):
@@ -446,10 +455,28 @@ def _worker(seq: CommentedSeq, i: int, top: _Node, base: Path, max_run_s: int) -
         state_dir=here(node.text("state_dir", f".fleet/workers/{name}")),
         python=node.text("python", DEFAULT_PYTHON),
         max_run_s=node.integer("max_run_s", max_run_s),
+        agent_kind=_agent_kind(node, warnings),
     )
 
 
-def _workers(top: _Node, base: Path, max_run_s: int, *, required: bool) -> tuple[WorkerConfig, ...]:
+def _agent_kind(node: _Node, warnings: list[str]) -> AgentKind:
+    """``agent_kind`` as written, else detected from ``agent``'s program with a positioned warning
+    when the program is none of the known CLIs (it then runs as ``plain``)."""
+    if "agent_kind" in node.data:
+        return AgentKind(node.choice("agent_kind", AgentKind.CLAUDE.value, AGENT_KINDS))
+    kind, warning = detect_kind(node.text("agent", DEFAULT_AGENT))
+    if warning is not None:
+        line, column = node.value_pos("agent") if "agent" in node.data else node.pos
+        warnings.append(
+            f"{node.file}:{line + 1}:{column + 1}: {node.where}.{warning}; "
+            f"expected agent_kind: one of {', '.join(AGENT_KINDS)}"
+        )
+    return kind
+
+
+def _workers(
+    top: _Node, base: Path, max_run_s: int, warnings: list[str], *, required: bool
+) -> tuple[WorkerConfig, ...]:
     seq = top.data.get("workers")
     if seq is None and not required:
         return ()
@@ -460,7 +487,7 @@ def _workers(top: _Node, base: Path, max_run_s: int, *, required: bool) -> tuple
             f"workers: expected a non-empty list of worker mappings (keys: "
             f"{', '.join(WORKER_KEYS)}), got {_describe(seq)}",
         )
-    workers = tuple(_worker(seq, i, top, base, max_run_s) for i in range(len(seq)))
+    workers = tuple(_worker(seq, i, top, base, max_run_s, warnings) for i in range(len(seq)))
     first: dict[str, int] = {}
     for i, w in enumerate(workers):
         if w.name in first:
@@ -534,7 +561,8 @@ def _build(doc: Any, file: str, *, require_workers: bool = True) -> Inventory:
         issue_title=halt_node.text("issue_title", _POLICY.halt_title),
     )
     state_dir = _local_path(top.text("state_dir", ".fleet/state"), base)
-    workers = _workers(top, base, max_run_s, required=require_workers)
+    warnings: list[str] = []
+    workers = _workers(top, base, max_run_s, warnings, required=require_workers)
     lock_host = lock_node.name("host", None, nullable=True)
     ssh_names = [w.name for w in workers if w.transport == "ssh"]
     if lock_host is not None and lock_host not in ssh_names:
@@ -549,7 +577,7 @@ def _build(doc: Any, file: str, *, require_workers: bool = True) -> Inventory:
         host=lock_host,
     )
     policy = Policy(**policy_fields, halt_title=halt.issue_title, identity=board.identity)
-    return Inventory(Path(file), board, lock, halt, policy, state_dir, workers)
+    return Inventory(Path(file), board, lock, halt, policy, state_dir, workers, tuple(warnings))
 
 
 def loads(text: str, path: str = "<inventory>") -> Inventory:

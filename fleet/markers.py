@@ -198,6 +198,9 @@ class History:
     retries: int  # retry parks since the last reopen/release (D7)
     park: Marker | None  # an unreleased hold latch (predicate 8)
     notes: tuple[str, ...] = field(default=())
+    # The worker of each run that ended in a capacity marker since the last reopen/release, oldest
+    # first ("-" when its start named none): free of the attempt budget (D8), bounded on their own.
+    capacity: tuple[str, ...] = field(default=())
 
     @property
     def last_marker(self) -> Marker | None:
@@ -250,6 +253,7 @@ def history(issue: Issue, identity: str | None = None) -> History:
             since = i + 1
     window = [w.marker for w in words[since:] if w.marker is not None]
     attempts = retries = 0
+    capacity: list[str] = []
     for i, m in enumerate(window):
         if m.kind is Kind.PARKED:
             retries += 1
@@ -258,6 +262,8 @@ def history(issue: Issue, identity: str | None = None) -> History:
         terminal = next(
             (n for n in window[i + 1 :] if n.kind in TERMINAL or n.kind is Kind.START), None
         )
+        if terminal is not None and terminal.kind is Kind.CAPACITY:
+            capacity.append(m.get("worker") or "-")
         if terminal is not None and terminal.kind in (Kind.CAPACITY, Kind.PARKED):
             continue  # D8: a capacity death is not the work's failure; D7: a parked retry never ran
         attempts += 1
@@ -270,7 +276,7 @@ def history(issue: Issue, identity: str | None = None) -> History:
             park = w.marker
         elif w.kind in (WordKind.RELEASE, WordKind.REOPEN):
             park = None
-    return History(tuple(words), markers, last, attempts, retries, park)
+    return History(tuple(words), markers, last, attempts, retries, park, capacity=tuple(capacity))
 
 
 def parked_until(h: History) -> datetime | None:

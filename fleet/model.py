@@ -246,6 +246,12 @@ class Policy:
     fixture_label: str = "fleet-fixture"
     do_not_dispatch: str = "[do-not-dispatch]"
     attempt_cap: int = 3
+    # Capacity outcomes of ONE issue since its last reopen/release. They are free of attempt_cap
+    # (D8), so without their own bound an issue whose run keeps ending on a limit — a real outage,
+    # or a model that prints the CLI's limit form itself — darkens worker after worker and runs
+    # forever. D8's incident is the reading: one limit, then two more workers darkened by the same
+    # work, three in all; a fourth is no longer the accounts' fault. A guess until measured.
+    capacity_cap: int = 3
     retry_backoffs_s: tuple[int, ...] = (30, 120, 480)
     # D13: "2x the longest run ever observed". No run of ours is measured yet, but none can outlive
     # its unit's run-time limit (inventory DEFAULT_MAX_RUN_S = 3600 s, plus a 20 s stop grace):

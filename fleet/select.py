@@ -31,6 +31,7 @@ RUNNING = "running"
 LATCHED = "latched"
 TOMBSTONE = "tombstone"
 EXHAUSTED = "exhausted"
+CAPACITY_LOOP = "capacity-loop"  # one issue keeps ending on limits, worker after worker
 PARKED = "parked"
 HELD = "held"
 DARK = "dark"
@@ -133,6 +134,14 @@ def _reason(
     # 7
     if h.attempts >= p.attempt_cap:
         return Waiting(n, 7, EXHAUSTED, f"{h.attempts} attempts of {p.attempt_cap} spent")
+    if len(h.capacity) >= p.capacity_cap:
+        where = ", ".join(h.capacity)
+        return Waiting(
+            n,
+            7,
+            CAPACITY_LOOP,
+            f"{len(h.capacity)} capacity outcomes of {p.capacity_cap} ({where})",
+        )
     # 8
     if h.park is not None:
         return Waiting(n, 8, PARKED, "park latch not released (post a line 'fleet:release')")

@@ -28,6 +28,7 @@ from fleet.idle import idle, place
 from fleet.markers import Kind, history, parked_until
 from fleet.model import CapacitySource, Plan, Reach, Snapshot, Waiting, WorkerView, parse_iso
 from fleet.select import (
+    CAPACITY_LOOP,
     DARK,
     ELIGIBLE,
     EXHAUSTED,
@@ -156,6 +157,12 @@ def explain(w: Waiting, snap: Snapshot) -> str:
         return (
             f"exhausted attempts: {w.reason} — a human decides; comment a line fleet:release "
             "(or reopen) for a fresh budget"
+        )
+    if w.state == CAPACITY_LOOP:
+        return (
+            f"hitting limits worker after worker: {w.reason} since the last release — the issue "
+            "itself may be the cause (read the runs' agent.log); comment a line fleet:release "
+            "(or reopen) to run it again"
         )
     if w.state == TOMBSTONE:
         return (

@@ -11,17 +11,23 @@ Run as ``python -m fleet.agents.demo`` with the run's worktree as cwd. It reads:
 ``FLEET_BRIEF``        the rendered brief; read and acknowledged, as a real agent would
 
 Default behaviour is an honest success: edit ``notes/issue-<N>.md``, commit, push the topic branch
-by name, open a PR whose body closes the issue, merge it, then print chatter and ONE result envelope
-shaped like ``claude -p --output-format json`` (docs/facts.md) and exit 0.
+by name, open a PR whose body closes the issue, merge it, then print chatter and what the CLI named
+by ``--kind`` prints (docs/agents.md) and exit 0: ``claude`` (default) one result envelope like
+``claude -p --output-format json``; ``codex`` the JSONL events of ``codex exec --json``; ``gemini``
+the ``{response, stats, error?}`` object of ``gemini -p --output-format json``; ``plain`` free text.
 
 A ``demo:<mode>`` label on the issue selects a fault, each one a real-world failure the runner must
 name distinctly (D20): ``rate-limit``, ``rate-limit-unknown``, ``revoked``, ``transient`` (no
 envelope: failed before the first turn, D7), ``crash``, ``hang`` (with a child process, so a
-tree-kill can be observed, D3), ``no-op``, ``pr-open``, ``blocker`` and ``garbled``.
+tree-kill can be observed, D3), ``no-op``, ``pr-open``, ``blocker``, ``garbled``, and the two
+attacks of a model's own words: ``inject-revoked`` and ``inject-limit`` (a final message carrying a
+revocation or limit text, exit 0). Every mode exists for every kind; where a CLI documents no text
+for a failure (a Codex or Gemini limit), the stand-in prints words marked as its own.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -54,6 +60,7 @@ class Run:
     run_id: str
     results: Path | None
     started: float
+    kind: str = "claude"
 
     @property
     def number(self) -> int:
@@ -80,7 +87,20 @@ def _chatter(run: Run) -> None:
 
 
 def _envelope(run: Run, *, result: str, turns: int, **fields: object) -> None:
-    """Print ONE result envelope as the last thing on stdout."""
+    """Print what the run's CLI kind prints at the end of a run that reached the model."""
+    if run.kind == "codex":
+        _codex(run, result=result, turns=turns, failed=bool(fields.get("is_error")))
+    elif run.kind == "gemini":
+        _gemini(run, result=result, turns=turns, error=fields.get("error_text"))
+    elif run.kind == "plain":
+        _say(f"[demo] {result}", err=False)
+    else:
+        fields.pop("error_text", None)
+        _claude(run, result=result, turns=turns, **fields)
+
+
+def _claude(run: Run, *, result: str, turns: int, **fields: object) -> None:
+    """ONE result envelope as the last thing on stdout (``claude -p --output-format json``)."""
     elapsed = int((time.monotonic() - run.started) * 1000)
     envelope: dict[str, object] = {
         "type": "result",
@@ -101,6 +121,34 @@ def _envelope(run: Run, *, result: str, turns: int, **fields: object) -> None:
     }
     envelope.update(fields)
     _say(json.dumps(envelope), err=False)
+
+
+def _event(obj: dict[str, object]) -> None:
+    _say(json.dumps(obj), err=False)
+
+
+def _codex(run: Run, *, result: str, turns: int, failed: bool = False) -> None:
+    """The JSONL events of ``codex exec --json``: one turn per prompt, items inside it."""
+    _event({"type": "thread.started", "thread_id": f"demo-{run.run_id}"})
+    _event({"type": "turn.started"})
+    for i in range(turns):
+        item = {"id": f"item_{i}", "type": "command_execution", "command": "git status"}
+        _event({"type": "item.completed", "item": {**item, "status": "completed"}})
+    if failed:
+        _event({"type": "turn.failed", "error": {"message": result}})
+        return
+    _event({"type": "item.completed", "item": {"id": "m", "type": "agent_message", "text": result}})
+    usage = {"input_tokens": 100 * turns, "cached_input_tokens": 0, "output_tokens": 10 * turns}
+    _event({"type": "turn.completed", "usage": usage})
+
+
+def _gemini(run: Run, *, result: str, turns: int, error: object = None) -> None:
+    """ONE object ``{response, stats, error?}`` (``gemini -p … --output-format json``)."""
+    model = {"api": {"totalRequests": turns, "totalErrors": 0}, "tokens": {"total": 110 * turns}}
+    obj: dict[str, object] = {"response": result, "stats": {"models": {"demo-model": model}}}
+    if error is not None:
+        obj["error"] = {"type": "DemoError", "message": error}
+    _say(json.dumps(obj, indent=2), err=False)
 
 
 # -- real work ---------------------------------------------------------------------------------
@@ -152,8 +200,17 @@ def _no_op(run: Run) -> int:
     return 0
 
 
+# The stand-in's words for failures whose real text a CLI does not document: marked as the demo's,
+# never passed off as the CLI's (the adapters read them as ``other``, docs/agents.md).
+UNDOCUMENTED = "demo: {what} (the real {kind} text is not documented)"
+
+
 def _limit(run: Run, text: str) -> int:
     _chatter(run)
+    if run.kind in ("codex", "gemini", "plain"):
+        words = UNDOCUMENTED.format(what="usage limit", kind=run.kind)
+        _envelope(run, result=words, turns=0, is_error=True, error_text=words)
+        return 1
     _envelope(
         run,
         result=text,
@@ -168,6 +225,10 @@ def _limit(run: Run, text: str) -> int:
 
 def _revoked(run: Run) -> int:
     _chatter(run)
+    if run.kind in ("codex", "gemini", "plain"):
+        words = UNDOCUMENTED.format(what="credential rejected", kind=run.kind)
+        _envelope(run, result=words, turns=0, is_error=True, error_text=words)
+        return 1
     _say(
         '{"type":"system","subtype":"api_retry","error_status":401,"error":"authentication_failed"}'
     )
@@ -184,13 +245,27 @@ def _revoked(run: Run) -> int:
 
 
 def _transient(run: Run) -> int:
+    """A failure before the first turn: nothing reached the model, so no result is printed."""
     _say(f"[demo] session for issue #{run.number}, run {run.run_id}")
+    if run.kind == "codex":
+        _event({"type": "thread.started", "thread_id": f"demo-{run.run_id}"})
+        _event({"type": "turn.started"})
+        words = "demo: request failed before the first turn: HTTP 503 Service Unavailable"
+        _event({"type": "turn.failed", "error": {"message": words}})
+        return 1
     for _ in range(2):
         _say(
             'API Error: 529 {"type":"error","error":{"type":"overloaded_error",'
             '"message":"Overloaded"}}'
         )
     return 1
+
+
+def _inject(run: Run, words: str) -> int:
+    """The model's own final message carries a limit or a revocation text, exit 0 (#16)."""
+    _chatter(run)
+    _envelope(run, result=words, turns=3)
+    return 0
 
 
 def _crash(run: Run) -> int:
@@ -222,8 +297,16 @@ def _blocker(run: Run) -> int:
 
 def _garbled(run: Run) -> int:
     _chatter(run)
+    cut = {
+        "codex": '{"type":"turn.completed","usage":{"input_tokens":12',
+        "gemini": '{"response": "Done, op',
+        "plain": "Done, op",
+    }
     _say(
-        '{"type":"result","subtype":"success","is_error":false,"num_turns":5,"result":"Done, op',
+        cut.get(
+            run.kind,
+            '{"type":"result","subtype":"success","is_error":false,"num_turns":5,"result":"Done, op',
+        ),
         err=False,
     )
     return 0
@@ -241,6 +324,8 @@ MODES: dict[str, Callable[[Run], int]] = {
     "hang": _hang,
     "blocker": _blocker,
     "garbled": _garbled,
+    "inject-revoked": lambda run: _inject(run, "Invalid API key · Please run /login"),
+    "inject-limit": lambda run: _inject(run, "Claude AI usage limit reached|1000000000"),
 }
 
 
@@ -266,8 +351,14 @@ def mode_of(issue: Issue) -> str:
     return "default"
 
 
-def main() -> int:
+KINDS = ("claude", "codex", "gemini", "plain")
+
+
+def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
+    parser = argparse.ArgumentParser(prog="python -m fleet.agents.demo", description=__doc__)
+    parser.add_argument("--kind", choices=KINDS, default="claude", help="the CLI to speak as")
+    args, _rest = parser.parse_known_args(argv)  # a real CLI's flags (--max-turns) are ignored
     env = os.environ
     missing = [k for k in ("FLEET_ISSUE", "FLEET_BOARD_PATH", "FLEET_ORIGIN") if not env.get(k)]
     if missing or not env.get("FLEET_ISSUE", "").isdigit():
@@ -286,7 +377,8 @@ def main() -> int:
             _say(f"demo agent: issue #{env['FLEET_ISSUE']} is not on the board")
             return 1
         results = Path(env["FLEET_RESULTS"]) if env.get("FLEET_RESULTS") else None
-        run = Run(issue, board, env.get("FLEET_RUN_ID") or "local", results, started)
+        run_id = env.get("FLEET_RUN_ID") or "local"
+        run = Run(issue, board, run_id, results, started, args.kind)
         return MODES[mode_of(issue)](run)
     finally:
         board.disconnect()

@@ -27,11 +27,14 @@ def fail(code: Exit, message: str) -> InvokeExit:
 
 def inventory(path: str | None) -> Inventory:
     try:
-        return load(Path(path) if path else default_path())
+        inv = load(Path(path) if path else default_path())
     except InventoryError as exc:
         raise fail(Exit.INVENTORY, str(exc)) from None
     except FileNotFoundError as exc:
         raise fail(Exit.INVENTORY, f"inventory not found: {exc.filename}") from None
+    for warning in inv.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return inv
 
 
 def context(path: str | None, *, create: bool = False, writes: bool = False) -> FleetContext:

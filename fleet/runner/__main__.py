@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     except (InventoryError, OSError) as exc:
         print(f"fleet-runner: inventory {args.inventory}: {exc}", file=sys.stderr)
         return RunExit.NO_CONFIG
+    for warning in inv.warnings:
+        print(f"fleet-runner: {warning}", file=sys.stderr)
     worker = inv.worker(args.worker)
     if worker is None:
         print(f"fleet-runner: no worker {args.worker!r} in {args.inventory}", file=sys.stderr)

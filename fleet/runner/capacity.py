@@ -6,17 +6,18 @@ module is the parsing (pure) plus the few lines that read and write that one fil
 
 The three properties D8 asks for, and where they live here:
 
-1. *Self-healing*: :func:`is_clean` — only a zero exit **and** no limit signature clears the file, so
-   a run that ends on a trailing limit notice does not delete a marker that is still true.
+1. *Self-healing*: ``AgentReport.clean`` — only a zero exit **and** no error the CLI reported clears
+   the file, so a run that ends on a trailing limit notice does not delete a marker still true.
 2. *Never fabricate a reset*: :func:`resolve_clock` returns None unless the text states a time in a
    zone we can resolve; a bare clock time is resolved against today in that zone and rolled forward a
    day if that instant has already passed (a reset stamped in the past reads as recovered).
 3. *Two kinds of dark*: :class:`fleet.model.CapacitySource` ``rate_limit`` (a clock clears it) and
    ``revoked`` (nothing but a human clears it); :func:`describe` gives each its own remedy.
 
-The texts recognised are the ones in ``notes/agent-facts.md``. Limit phrases are matched only at
-the start of a line (after an optional ``Error:`` prefix): an agent's prose that *quotes* a limit
-message mid-sentence — say, while working on this very file — must not darken a healthy worker.
+Which text counts as a limit is the agent-kind adapter's decision (``fleet/agentkinds``): only the
+CLI's own error fields and exit status, never the model's free text. This module holds the limit
+phrases (:data:`_LIMIT`, matched by the adapter against a whole line or a whole result) and the
+reset parsing they share.
 """
 
 from __future__ import annotations
@@ -31,20 +32,8 @@ from zoneinfo import ZoneInfo
 
 from fleet.canary import canary_due
 from fleet.model import Capacity, CapacitySource, iso, parse_iso, utc
-from fleet.runner.envelope import Envelope
 
 CAPACITY_FILE = "capacity.json"
-
-# Evidence is the matched line; a JSON line can be megabytes, so the stored quote is capped at what
-# a human reads in one status line.
-_EVIDENCE_CHARS = 300
-
-# HTTP statuses in the envelope's api_error_status: 401/403 = the credential or entitlement is gone
-# (source revoked, no reset time). A 429 is deliberately absent: D7 names it the transient
-# signature (the retry gate's fact 1), a blip the CLI's own ladder already fought, not a provider
-# quota — a quota limit states itself in the limit texts below. Read as a limit, one 429 would darken
-# a healthy worker with an unknown reset.
-_AUTH_GONE = frozenset({401, 403})
 
 _LINE_START = r"^[^\w\n]{0,8}(?:(?:api\s+)?error:\s*)?"
 _LIMIT = re.compile(
@@ -62,15 +51,6 @@ _RESETS = re.compile(
     r"\bresets?\s+(?:at\s+)?(?P<clock>(?:[A-Za-z]{3,9}\.?\s+\d{1,2},?\s+(?:at\s+)?)?"
     r"\d{1,2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?)\s*\((?P<tz>[^)\n]{1,64})\)",
     re.IGNORECASE,
-)
-_REVOKED = re.compile(
-    _LINE_START + r"(?:invalid\s+api\s+key"
-    r"|oauth\s+token\s+(?:has\s+been\s+|was\s+)?(?:revoked|expired)"
-    r"|authentication_failed"
-    r"|your\s+(?:subscription|entitlement|access)\s+(?:has\s+been\s+|was\s+)?"
-    r"(?:revoked|cancell?ed|disabled))[^\n]*$"
-    r'|"error"\s*:\s*"authentication_failed"',
-    re.IGNORECASE | re.MULTILINE,
 )
 _CLOCK = re.compile(
     r"^(?:(?P<mon>[A-Za-z]{3,9})\.?\s+(?P<day>\d{1,2}),?\s+(?:at\s+)?)?"
@@ -91,11 +71,6 @@ class LimitSignal:
     source: CapacitySource
     reset_at: datetime | None  # None = the provider stated none; never fabricated (D8 property 2)
     evidence: str  # the line that matched, trimmed
-
-
-def _evidence(line: str) -> str:
-    line = line.strip()
-    return line if len(line) <= _EVIDENCE_CHARS else line[: _EVIDENCE_CHARS - 3] + "..."
 
 
 def _zone(tz: str) -> ZoneInfo | None:
@@ -150,57 +125,6 @@ def _reset_from(rest: str, now: datetime) -> datetime | None:
             return None
     resets = _RESETS.search(rest)
     return resolve_clock(resets["clock"], resets["tz"], now) if resets else None
-
-
-def _texts(text: str, envelope: Envelope | None) -> tuple[str, ...]:
-    """Where a signature may sit: the envelope's decoded ``result`` first, then the capture."""
-    return (envelope.result, text) if envelope is not None else (text,)
-
-
-def _revoked(text: str, envelope: Envelope | None) -> LimitSignal | None:
-    if envelope is not None and envelope.api_error_status in _AUTH_GONE:
-        line = envelope.result.strip().splitlines()[0] if envelope.result.strip() else ""
-        return LimitSignal(
-            CapacitySource.REVOKED,
-            None,
-            _evidence(f"api_error_status={envelope.api_error_status} {line}"),
-        )
-    if envelope is not None and "authentication_failed" in (
-        envelope.terminal_reason,
-        envelope.subtype,
-        envelope.data().get("error"),
-    ):
-        return LimitSignal(CapacitySource.REVOKED, None, "envelope: authentication_failed")
-    for source in _texts(text, envelope):
-        m = _REVOKED.search(source)
-        if m:
-            return LimitSignal(CapacitySource.REVOKED, None, _evidence(m[0]))
-    return None
-
-
-def _rate_limit(text: str, envelope: Envelope | None, now: datetime) -> LimitSignal | None:
-    for source in _texts(text, envelope):
-        m = _LIMIT.search(source)
-        if m:
-            return LimitSignal(
-                CapacitySource.RATE_LIMIT, _reset_from(m["rest"], now), _evidence(m[0])
-            )
-    return None
-
-
-def detect_limit(text: str, envelope: Envelope | None, now: datetime) -> LimitSignal | None:
-    """The capacity signal in a run's capture, or None.
-
-    Revocation is checked first: calling a revocation a rate limit tells someone to wait out what a
-    clock will never clear, which D8 calls worse than saying nothing.
-    """
-    return _revoked(text, envelope) or _rate_limit(text, envelope, now)
-
-
-def is_clean(exit_code: int, text: str, envelope: Envelope | None) -> bool:
-    """A run that may clear the capacity file: exit 0 **and** no limit signature (D8 property 1)."""
-    epoch = datetime(2000, 1, 1, tzinfo=UTC)  # detection does not depend on the clock, only resets
-    return exit_code == 0 and detect_limit(text, envelope, epoch) is None
 
 
 def to_capacity(signal: LimitSignal, *, now: datetime, issue: int | None) -> Capacity:

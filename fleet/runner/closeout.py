@@ -2,8 +2,9 @@
 
 The runner's close-out (``run.py``) does the I/O — read the capture, ask the forge, read the results
 file, write the capacity file, post the marker — and hands the values to :func:`decide_close_out`.
-The capture is parsed **once** here and that one parse feeds both the retry gate and the outcome, so
-the two cannot disagree about whether the run started (D7). Tests call this same function; there is
+The capture is read **once** here, by the worker's agent-kind adapter (``fleet.agentkinds``), and
+that one :class:`~fleet.agentkinds.AgentReport` feeds both the retry gate and the outcome, so the
+two cannot disagree about whether the run started (D7), whatever the CLI. Tests call this same function; there is
 no second copy of the pipeline to drift from it (D15's testing corollary).
 """
 
@@ -13,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from fleet.agentkinds import ADAPTERS, AgentKind, AgentReport
 from fleet.exits import RunExit
 from fleet.markers import Kind, render
 from fleet.model import PullRequest, iso
 from fleet.runner.brief import declared_blocker
-from fleet.runner.capacity import LimitSignal, detect_limit
-from fleet.runner.envelope import Capture, parse_capture
+from fleet.runner.capacity import LimitSignal
 from fleet.runner.outcome import Outcome, OutcomeDecision, derive_outcome
 from fleet.runner.retry import RetryDecision, decide_retry
 
@@ -54,7 +55,7 @@ KINDS: Mapping[Outcome, Kind] = {
 class CloseOut:
     """Everything step 8 decided, as one value."""
 
-    capture: Capture
+    report: AgentReport  # the one reading of the agent's output (D7)
     limit: LimitSignal | None
     retry: RetryDecision
     blocker: dict | None
@@ -65,6 +66,10 @@ class CloseOut:
     @property
     def exit(self) -> RunExit:
         return RunExit.OK if self.decision.outcome in NOT_FAILURES else RunExit.FAILED
+
+    def clean(self, exit_code: int | None) -> bool:
+        """May this run heal the worker's capacity file (D8 property 1)?"""
+        return self.report.clean(exit_code)
 
 
 def decide_close_out(
@@ -82,13 +87,15 @@ def decide_close_out(
     results: dict | None,
     now: datetime,
     run_id: str | None = None,
+    agent: AgentKind = AgentKind.CLAUDE,
 ) -> CloseOut:
-    """Step 8, pure: ``output`` is the agent's merged stdout+stderr, ``prs`` the forge's answer."""
-    capture = parse_capture(output)  # parsed ONCE (D7)
-    limit = detect_limit(output, capture.envelope, now)
+    """Step 8, pure: ``output`` is the agent's merged stdout+stderr, ``prs`` the forge's answer,
+    ``agent`` the worker's agent kind (its adapter reads the output)."""
+    report = ADAPTERS[agent].read(output, exit_code, now)  # read ONCE (D7)
+    limit = report.limit  # only from the CLI's own error fields and exit status
     mine = [p for p in prs if p.created_at >= run_started_at]  # D16: by time, not existence
     retry = decide_retry(
-        capture=capture,
+        capture=report,
         output=output,
         exit_code=exit_code if exit_code is not None else -1,
         limit=limit,
@@ -100,7 +107,7 @@ def decide_close_out(
     decision = derive_outcome(
         prs=prs,
         run_started_at=run_started_at,
-        capture=capture,
+        capture=report,
         exit_code=exit_code,
         signal=signal_name,
         timed_out=timed_out,
@@ -121,11 +128,18 @@ def decide_close_out(
         delay_s=retry.delay_s,
         now=now,
         blocker=blocker,
-        evidence=capture.detail,
+        evidence=_evidence(report),
         run_id=run_id,
     )
     warnings = (warning,) if warning else ()
-    return CloseOut(capture, limit, retry, blocker, decision, marker, warnings)
+    return CloseOut(report, limit, retry, blocker, decision, marker, warnings)
+
+
+def _evidence(report: AgentReport) -> str:
+    """The reading, and the CLI's own words it rests on, for the marker's note."""
+    said = f"; the CLI said: {report.evidence}" if report.evidence else ""
+    turns = "unknown" if report.turns is None else report.turns
+    return f"{report.agent} agent, turns {turns}: {report.detail}{said}"
 
 
 def marker_for(
@@ -161,7 +175,7 @@ def marker_for(
     note = decision.detail
     if kind is Kind.STOPPED:
         note = "Stopped by an external signal. This says nothing about the work (D12)."
-    if kind is Kind.GARBLED:
+    if kind in (Kind.GARBLED, Kind.FAILED, Kind.NO_OP, Kind.CAPACITY, Kind.PARKED):
         note = f"{decision.detail}\n{evidence}"
     if kind is Kind.BLOCKED and blocker is not None:
         note = f"Declared blocker: {blocker.get('reason', '')}"

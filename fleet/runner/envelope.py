@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 _DECODER = json.JSONDecoder()
 
@@ -47,6 +47,7 @@ class CaptureKind(StrEnum):
     ENVELOPE = "envelope"
     NO_ENVELOPE = "no-envelope"
     GARBLED = "garbled"
+    NOT_PARSED = "not-parsed"  # an agent kind whose output is not read at all (``plain``)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,22 @@ class Envelope:
         return json.loads(self.raw)
 
 
+class Reading(Protocol):
+    """What the retry gate and the outcome read of a run's output: a :class:`Capture` for the
+    Claude envelope, an ``AgentReport`` (``fleet.agentkinds``) for every kind."""
+
+    @property
+    def kind(self) -> CaptureKind: ...
+    @property
+    def detail(self) -> str: ...
+    @property
+    def zero_turns(self) -> bool | None: ...
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def api_error_status(self) -> int | None: ...
+
+
 @dataclass(frozen=True)
 class Capture:
     kind: CaptureKind
@@ -91,6 +108,14 @@ class Capture:
         if self.envelope.num_turns is None:
             return None  # an envelope without a turn count cannot prove the run never started
         return self.envelope.num_turns == 0
+
+    @property
+    def is_error(self) -> bool:
+        return self.envelope is not None and self.envelope.is_error
+
+    @property
+    def api_error_status(self) -> int | None:
+        return self.envelope.api_error_status if self.envelope is not None else None
 
 
 # The scan's work bound. Every decode attempt is charged the characters it hands the decoder, and
@@ -254,16 +279,28 @@ def scan_work(text: str) -> tuple[int, int]:
     return budget.spent, budget.limit
 
 
+def json_objects(text: str) -> tuple[list[tuple[int, int, Any]], list[str]] | None:
+    """The top-level JSON objects of a capture as (start, end, value) and the text between them,
+    under the same bound as :func:`parse_capture`; None when the capture cost more than it."""
+    try:
+        objects = _objects(text, _Budget(len(text)))
+    except _OutOfBudget:
+        return None
+    return objects, _gaps(text, objects)
+
+
+def over_budget_detail(text: str) -> str:
+    return (
+        f"capture not read: {len(text)} characters cost more than the scan's bound "
+        f"({WORK_FACTOR}x the capture) before its end, so it proves nothing about turns"
+    )
+
+
 def _classify(text: str, budget: _Budget) -> Capture:
     try:
         objects = _objects(text, budget)
     except _OutOfBudget:
-        return Capture(
-            CaptureKind.GARBLED,
-            None,
-            f"capture not read: {len(text)} characters cost more than the scan's bound "
-            f"({WORK_FACTOR}x the capture) before its end, so it proves nothing about turns",
-        )
+        return Capture(CaptureKind.GARBLED, None, over_budget_detail(text))
     results = [
         (s, e, o) for s, e, o in objects if isinstance(o, dict) and o.get("type") == "result"
     ]

@@ -29,7 +29,7 @@ from enum import StrEnum
 
 from fleet.model import PRState, PullRequest, utc
 from fleet.runner.capacity import LimitSignal
-from fleet.runner.envelope import Capture, CaptureKind
+from fleet.runner.envelope import CaptureKind, Reading
 from fleet.runner.retry import RetryDecision
 
 
@@ -65,7 +65,7 @@ def _limit_detail(limit: LimitSignal) -> str:
 
 
 def _zero_turns(
-    capture: Capture, exit_code: int | None, limit: LimitSignal | None, retry: RetryDecision | None
+    capture: Reading, exit_code: int | None, limit: LimitSignal | None, retry: RetryDecision | None
 ) -> OutcomeDecision:
     why = f"zero turns ({capture.detail}), so no artifact can be this run's"
     if limit is not None:
@@ -81,7 +81,7 @@ def derive_outcome(
     *,
     prs: Sequence[PullRequest],
     run_started_at: datetime,
-    capture: Capture,
+    capture: Reading,
     exit_code: int | None,
     signal: str | None,
     timed_out: bool,
@@ -126,6 +126,6 @@ def derive_outcome(
         return OutcomeDecision(Outcome.BLOCKED, None, f"declared blocker: {declared_blocker}")
     if capture.kind is CaptureKind.GARBLED:
         return OutcomeDecision(Outcome.GARBLED, None, capture.detail)
-    if exit_code != 0 or (capture.envelope is not None and capture.envelope.is_error):
+    if exit_code != 0 or capture.is_error:
         return OutcomeDecision(Outcome.FAILED, None, f"no PR; exit {exit_code}; {capture.detail}")
     return OutcomeDecision(Outcome.NO_OP, None, "no PR created after the start: a no-op")

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fleet.runner.capacity import LimitSignal
-from fleet.runner.envelope import Capture
+from fleet.runner.envelope import Reading
 
 # The agent CLI's own retry ladder before it gives up (notes/agent-facts.md: 10 retries,
 # min(0.5 s * 2^(n-1), 32 s) + up to 25 % jitter, Retry-After honoured): about 160-200 s of
@@ -74,7 +74,7 @@ def transient_signature(output: str) -> str | None:
 
 def decide_retry(
     *,
-    capture: Capture,
+    capture: Reading,
     output: str,
     exit_code: int,
     limit: LimitSignal | None,
@@ -87,7 +87,7 @@ def decide_retry(
     A zero exit never retries: the agent said it finished, so "it failed transiently" is not what
     happened, whatever its chatter contains.
     """
-    status = capture.envelope.api_error_status if capture.envelope is not None else None
+    status = capture.api_error_status
     signature = transient_signature(output) or (
         f"api_error_status={status}"
         if status is not None and (status == 429 or status >= 500)

@@ -33,7 +33,7 @@ from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
 from fleet.model import Comment, Issue, PullRequest, iso
 from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
-from fleet.runner.capacity import capacity_path, is_clean, to_capacity
+from fleet.runner.capacity import capacity_path, to_capacity
 from fleet.runner.closeout import CloseOut, decide_close_out
 from fleet.runner.heal import darken, describe_heal, heal, stamp_canary
 from fleet.runner.worktree import Worktree, WorktreeError, make_worktree, release_worktree
@@ -286,6 +286,7 @@ class Runner:
             results=data,
             now=now,
             run_id=self.run_id,
+            agent=self.worker.agent_kind,
         )
         for line in (warning, *out.warnings):
             if line:
@@ -309,7 +310,7 @@ class Runner:
         if out.limit is not None:
             darken(path, to_capacity(out.limit, now=now, issue=self.issue))
             self.say(f"worker {self.worker.name} is now capacity-dark ({path})")
-        elif exit_code is not None and is_clean(exit_code, output, out.capture.envelope):
+        elif exit_code is not None and out.clean(exit_code):
             started = self.started_at or now
             what, warning = heal(path, started)
             for line in (warning, describe_heal(what, path, started)):

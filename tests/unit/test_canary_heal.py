@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fleet.agentkinds import ADAPTERS, AgentKind
 from fleet.canary import CANARY_PERIOD_S, canary_due, canary_open
 from fleet.markers import Kind, parse
 from fleet.model import Capacity, CapacitySource, Comment, Unit
-from fleet.runner.capacity import describe, detect_limit, read_capacity, write_capacity
+from fleet.runner.capacity import describe, read_capacity, write_capacity
 from fleet.runner.closeout import decide_close_out
-from fleet.runner.envelope import envelope_from
 from fleet.runner.heal import Heal, heal, heal_decision, stamp_canary
 from fleet.runner.outcome import Outcome
 from fleet.select import select
@@ -67,8 +67,7 @@ def _close_out(output: str, exit_code: int):  # type: ignore[no-untyped-def]
 
 
 def test_a_429_alone_is_not_a_capacity_limit() -> None:
-    env = envelope_from(json.loads(_envelope_429(0)))
-    assert detect_limit("", env, T) is None
+    assert ADAPTERS[AgentKind.CLAUDE].read(_envelope_429(0), 1, T).limit is None
 
 
 def test_a_429_before_the_first_turn_is_retried_and_darkens_nothing() -> None:
@@ -86,8 +85,8 @@ def test_a_429_after_turns_is_a_failure_of_the_run_not_a_dark_worker() -> None:
 
 
 def test_a_stated_limit_beside_a_429_is_still_a_limit() -> None:
-    env = envelope_from({**json.loads(_envelope_429(1)), "result": "You've hit your session limit"})
-    signal = detect_limit("", env, T)
+    output = json.dumps({**json.loads(_envelope_429(1)), "result": "You've hit your session limit"})
+    signal = ADAPTERS[AgentKind.CLAUDE].read(output, 1, T).limit
     assert signal is not None and signal.source is RATE
 
 

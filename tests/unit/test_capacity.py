@@ -13,11 +13,10 @@ from hypothesis import strategies as st
 
 from fleet.model import Capacity, CapacitySource
 from fleet.runner.capacity import (
+    LimitSignal,
     capacity_path,
     clear_capacity,
     describe,
-    detect_limit,
-    is_clean,
     read_capacity,
     resolve_clock,
     to_capacity,
@@ -32,100 +31,6 @@ RATE, REVOKED = CapacitySource.RATE_LIMIT, CapacitySource.REVOKED
 
 def env(**fields: object) -> Envelope:
     return envelope_from({"type": "result", "subtype": "success", "num_turns": 1, **fields})
-
-
-@pytest.mark.parametrize(
-    ("text", "envelope", "source", "reset"),
-    [
-        pytest.param(
-            "",
-            env(result="You've hit your limit · resets 1pm (Europe/Lisbon)", is_error=True),
-            RATE,
-            datetime(2026, 3, 10, 13, 0, tzinfo=UTC),
-            id="hit-your-limit-in-envelope-result",
-        ),
-        pytest.param(
-            "You've hit your session limit · resets 5:10pm (Europe/Paris)\n",
-            None,
-            RATE,
-            datetime(2026, 3, 10, 16, 10, tzinfo=UTC),
-            id="session-limit-in-text-with-minutes",
-        ),
-        pytest.param(
-            "5-hour limit reached · resets 3pm (…)", None, RATE, None, id="unknown-zone-no-reset"
-        ),
-        pytest.param(
-            "Claude AI usage limit reached|1767225600",
-            None,
-            RATE,
-            datetime(2026, 1, 1, tzinfo=UTC),
-            id="epoch-seconds-taken-as-is",
-        ),
-        pytest.param(
-            "",
-            env(result="Claude AI usage limit reached|1767225600", is_error=False),
-            RATE,
-            datetime(2026, 1, 1, tzinfo=UTC),
-            id="epoch-with-is-error-false",
-        ),
-        pytest.param(
-            "You’ve hit your limit · resets 1pm (Europe/Lisbon)",
-            None,
-            RATE,
-            datetime(2026, 3, 10, 13, 0, tzinfo=UTC),
-            id="typographic-apostrophe",
-        ),
-        pytest.param("Error: You've hit your weekly limit", None, RATE, None, id="no-reset-stated"),
-        pytest.param("", env(api_error_status=401), REVOKED, None, id="status-401"),
-        pytest.param("", env(api_error_status=403), REVOKED, None, id="status-403"),
-        pytest.param(
-            '{"type":"system","subtype":"api_retry","error":"authentication_failed"}',
-            None,
-            REVOKED,
-            None,
-            id="authentication-failed-event",
-        ),
-        pytest.param(
-            "OAuth token revoked · Please run /login", None, REVOKED, None, id="token-revoked"
-        ),
-        pytest.param("Invalid API key · Please run /login", None, REVOKED, None, id="bad-key"),
-        pytest.param(
-            "You've hit your limit · resets 1pm (Europe/Lisbon)",
-            env(api_error_status=401),
-            REVOKED,
-            None,
-            id="revoked-outranks-a-limit-text",
-        ),
-    ],
-)
-def test_limit_texts_are_recognised(
-    text: str, envelope: Envelope | None, source: CapacitySource, reset: datetime | None
-) -> None:
-    signal = detect_limit(text, envelope, NOW)
-    assert signal is not None
-    assert signal.source is source
-    assert signal.reset_at == reset
-    assert signal.evidence and signal.evidence == signal.evidence.strip()
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("all good, merged PR #3", id="plain-success"),
-        pytest.param("The CLI prints You've hit your limit when...", id="quoted-mid-sentence"),
-        pytest.param("handle the case where the token expired", id="auth-prose"),
-        pytest.param("Request timed out", id="timeout-is-not-capacity"),
-    ],
-)
-def test_ordinary_output_is_not_a_limit(text: str) -> None:
-    assert detect_limit(text, env(result=text), NOW) is None
-
-
-def test_the_matched_line_is_the_evidence() -> None:
-    capture = "starting\n  You've hit your limit · resets 1pm (Europe/Lisbon)  \nbye\n"
-    signal = detect_limit(capture, None, NOW)
-    assert signal is not None
-    assert signal.evidence == "You've hit your limit · resets 1pm (Europe/Lisbon)"
 
 
 def test_a_clock_already_past_today_rolls_forward_a_day() -> None:
@@ -186,18 +91,9 @@ def test_a_resolved_reset_is_never_in_the_past(
         assert (local.hour, local.minute) == (hour, minute)
 
 
-def test_is_clean_needs_exit_zero_and_no_limit_signature() -> None:
-    assert is_clean(0, "merged PR #4\n", env(result="done"))
-    assert not is_clean(1, "crashed\n", None)
-    trailing = "merged PR #4\nYou've hit your limit · resets 1pm (Europe/Lisbon)\n"
-    assert not is_clean(0, trailing, env(result="done"))  # the notice is still true (D8 prop. 1)
-    assert not is_clean(0, "", env(result="Claude AI usage limit reached|1767225600"))
-
-
 def test_state_file_round_trips(tmp_path: Path) -> None:
     path = capacity_path(tmp_path / "state")
-    signal = detect_limit("You've hit your limit · resets 1pm (Europe/Lisbon)", None, NOW)
-    assert signal is not None
+    signal = LimitSignal(RATE, datetime(2026, 3, 10, 13, 0, tzinfo=UTC), "You've hit your limit")
     cap = to_capacity(signal, now=NOW, issue=17)
     write_capacity(path, cap)
     assert path.name == "capacity.json"

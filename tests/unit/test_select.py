@@ -250,7 +250,14 @@ def runs(*kinds: Kind, then: Callable[[], object] | None = None) -> Callable[[],
 P7: dict[str, Case] = {
     "two-failures-under-cap": (runs(S, F, S, F), Go("w1")),
     "three-failures-exhaust": (runs(S, F, S, F, S, F), Hold(7, "exhausted", "3 attempts of 3")),
-    "capacity-deaths-are-free": (runs(S, F, S, C, S, C, S, F, S, C), Go("w1")),
+    "capacity-deaths-are-free": (runs(S, F, S, C, S, C, S, F), Go("w1")),
+    # #16: capacity outcomes are free of the attempt budget, so they have their own bound: a model
+    # printing the CLI's limit form bought a rerun each time, darkening worker after worker
+    "three-capacity-outcomes-are-a-capacity-loop": (
+        runs(S, C, S, C, S, C),
+        Hold(7, "capacity-loop", "3 capacity outcomes of 3"),
+    ),
+    "release-ends-a-capacity-loop": (runs(S, C, S, C, S, C, then=release), Go("w1")),
     "retry-parks-are-free": (runs(S, P, S, F, S, P, S, F), Go("w1")),
     "reaped-orphan-counts": (runs(S, Kind.REAPED, S, F, S, F), Hold(7, "exhausted")),
     "release-resets-the-budget": (runs(S, F, S, F, S, F, then=release), Go("w1")),
