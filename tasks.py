@@ -117,14 +117,16 @@ def demo(c, keep=False):
 )
 def test(c, k=None, docker=True):
     """Check the rules (ruff, the import-linter layers), install Debian's chromium when missing (the
-    timeline's browser tests), then run the test suite (pytest); with a Docker engine, build the
-    harness image (or reuse it) and run the harness tests too (tests/docker: FLEET_DOCKER=1)."""
+    timeline's browser tests) and sshd (the SSH transport tests start a real one), then run the
+    test suite (pytest); with a Docker engine, build the harness image (or reuse it) and run the
+    harness tests too (tests/docker: FLEET_DOCKER=1)."""
     import shlex
     import subprocess
     import sys
     from pathlib import Path
 
     from fleet.cmd.tasks_harness import docker_tests_env
+    from fleet.cmd.testdeps import ssh_tests_env
     from fleet.timeline import browser
 
     # The layers and the lint are rules of the codebase, so a break fails the suite like a test.
@@ -138,7 +140,9 @@ def test(c, k=None, docker=True):
     args = [sys.executable, "-m", "pytest", "-q"]
     if k:
         args += ["-k", k]
-    env = docker_tests_env() if docker else {}
+    # sshd first, as the harness installs mmdebstrap: the SSH transport tests start a real one.
+    env = ssh_tests_env(lambda line: print(line, flush=True))
+    env.update(docker_tests_env() if docker else {})
     c.run(" ".join(shlex.quote(a) for a in args), pty=False, env=env)
 
 

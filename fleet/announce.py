@@ -13,7 +13,9 @@ A stall is announced only when no mechanism of the fleet will ever move it:
   ``fleet.canary.CANARY_PERIOD_S``, and a darkness that outlived two periods is one the canary has
   not cleared;
 - a **sweeper heartbeat** older than twice the timer period, or none at all: the sweeper is not
-  running, which "nothing to do" must never be mistaken for (D14, D20).
+  running, which "nothing to do" must never be mistaken for (D14, D20);
+- a **failure no role can classify** (seed 000's third class): handed over by the engine as it
+  happens (``fleet.engine.Escalation``), never guessed into retry or refuse.
 
 The never-announce list is as load-bearing as that list (D14): an item that is running, blocked by
 an open dependency, held (hold label, park latch, a human assignee, a do-not-dispatch title), parked
@@ -79,6 +81,7 @@ class StallKind(StrEnum):
     DARK_REVOKED = "dark-revoked"
     HEARTBEAT_STALE = "heartbeat-stale"
     HEARTBEAT_MISSING = "heartbeat-missing"
+    UNCLASSIFIED = "unclassified-failure"
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class Stall:
     since: datetime | None = None
     age_s: int = 0
     quoted_title: str = ""  # the stalled issue's title: attacker-controlled text, defused on output
+    role: str = ""  # the role (engine loop) whose failure it is, for an unclassified failure
 
     @property
     def subject(self) -> str:
@@ -407,6 +411,19 @@ def _heartbeat(hb: Mapping[str, Any] | None, now: datetime, policy: Policy) -> S
     )
 
 
+def unclassified_stall(role: str, item: str, detail: str) -> Stall:
+    """The stall for one cannot-classify failure a role's engine handed over. ``item`` is the
+    engine's key: an issue number for the sweeper, the reaper and repair; otherwise its name."""
+    issue = int(item) if item.isdigit() else None
+    return Stall(
+        StallKind.UNCLASSIFIED,
+        f"{role}: {' '.join(detail.split())}",
+        issue=issue,
+        worker=None if issue is not None else item,
+        role=role,
+    )
+
+
 def _age(now: datetime, then: datetime) -> int:
     return int((now - then) / timedelta(seconds=1))
 
@@ -449,6 +466,12 @@ _WHY = {
     ),
 }
 
+_WHY[StallKind.UNCLASSIFIED] = (
+    "Fleet classifies every failure three ways (seed 000): retry, refuse, or cannot-classify. This "
+    "one is the third: guessing would either retry a real defect or drop a transient failure, so "
+    "no role acts on it again by itself; it goes to a human instead."
+)
+
 _REMEDY = {
     StallKind.START_UNCHECKED: (
         "Bring the unprobed worker back (`fleet-status` names it and why); the reaper decides on "
@@ -483,6 +506,12 @@ _REMEDY = {
         "Install and start the sweeper's timer (docs/operations.md), or point it at the "
         "inventory's state directory."
     ),
+    StallKind.UNCLASSIFIED: (
+        "Read the detail above and the role's trace (`<state_dir>/trace.jsonl`, its LAND event with "
+        "failure cannot-classify); fix the cause (`fleet-status`, the worker's journal). A code "
+        "fleet should know is a bug in its table (docs/operations.md, the failure classes). Close "
+        "this report when done: the next such failure files it again."
+    ),
 }
 
 
@@ -505,6 +534,9 @@ def title_for(stall: Stall) -> str:
         text = f"fleet: worker {w} dark, entitlement revoked"
     elif k is StallKind.HEARTBEAT_STALE:
         text = "fleet: sweeper heartbeat stale"
+    elif k is StallKind.UNCLASSIFIED:
+        what = f"#{n}" if n is not None else (w or "an item")
+        text = f"fleet: {stall.role or 'a role'} could not classify a failure on {what}"
     else:
         text = "fleet: sweeper heartbeat missing"
     return defuse(" ".join(text.split()))
@@ -552,4 +584,5 @@ __all__ = [
     "report_for",
     "stalls",
     "title_for",
+    "unclassified_stall",
 ]

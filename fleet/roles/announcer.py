@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fleet.announce import Assessment, Report, Stall, assess, report_for
+from fleet.announce import Assessment, Report, Stall, assess, report_for, unclassified_stall
 from fleet.board.base import BoardError, BoardPage
 from fleet.context import FleetContext
-from fleet.engine import Failure, FileClaims, Result, Tier, drain
+from fleet.engine import Escalate, Escalation, Failure, FileClaims, Result, Tier, drain
 from fleet.exits import Exit
 from fleet.halt import read_halt_file
 from fleet.model import Issue, Snapshot
@@ -149,21 +149,7 @@ class Announcer:
         return Tier.DISPATCH
 
     def dispatch(self, item: Stall) -> Result:
-        report = self.filings[item.key].report
-        try:
-            # The live board, read now: another announcer may have filed it since our first read.
-            number = open_report(self.ctx.board.read().issues, report.title)
-            if number is not None:
-                return Result(True, f"already open as #{number}", data={"number": number})
-            number = self.ctx.board.create_issue(
-                report.title,
-                report.body,
-                labels=[self.ctx.inventory.policy.report_label],
-                status=None,  # not queued (predicate 1), and held by its label (predicate 9)
-            )
-        except BoardError as exc:
-            return Result(False, f"{type(exc).__name__}: {exc}", Failure.RETRY)
-        return Result(True, f"filed #{number}", data={"number": number, "filed": True})
+        return file_report(self.ctx, self.filings[item.key].report)
 
     def land(self, item: Stall, result: Result) -> None:
         filing = self.filings[item.key]
@@ -207,6 +193,48 @@ class Announcer:
         return replace(snap, issues=snap.issues + tuple(extra)) if extra else snap
 
 
+def file_report(ctx: FleetContext, report: Report) -> Result:
+    """File ``report`` unless an open issue already carries its title — read from the live board
+    now, never a cache: another announcer may have filed it since (D14)."""
+    try:
+        number = open_report(ctx.board.read().issues, report.title)
+        if number is not None:
+            return Result(True, f"already open as #{number}", data={"number": number})
+        number = ctx.board.create_issue(
+            report.title,
+            report.body,
+            labels=[ctx.inventory.policy.report_label],
+            status=None,  # not queued (predicate 1), and held by its label (predicate 9)
+        )
+    except BoardError as exc:
+        return Result(False, f"{type(exc).__name__}: {exc}", Failure.RETRY)
+    return Result(True, f"filed #{number}", data={"number": number, "filed": True})
+
+
+def tell_a_human(ctx: FleetContext, trace: Trace) -> Escalate:
+    """The engine's ``escalate`` for a role that writes: each cannot-classify failure becomes one
+    announcer report (seed 000: routed to a human, never guessed), filed at once and idempotent by
+    title. A report that cannot be filed is said on stderr; the trace keeps the failure either way."""
+
+    def escalate(escalations: Sequence[Escalation]) -> None:
+        for e in escalations:
+            stall = unclassified_stall(e.loop, e.item, e.detail)
+            report = report_for(stall)
+            result = file_report(ctx, report)
+            trace.event(
+                "ANNOUNCE-UNCLASSIFIED",
+                loop=e.loop,
+                item=e.item,
+                title=report.title,
+                ok=result.ok,
+                detail=result.detail,
+            )
+            if not result.ok:
+                ctx.warn(f"fleet: {e.loop}: a human was not told of {e.item}: {result.detail}")
+
+    return escalate
+
+
 def announce(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> AnnounceReport:
     """One pass of the announcer. A dry run files nothing and says what it would file."""
     hold = held(ctx, "announce", apply)
@@ -214,7 +242,8 @@ def announce(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> A
     state = Path(ctx.inventory.state_dir)
     trace = trace or Trace(state / "trace.jsonl")
     loop = Announcer(ctx, trace, apply=apply)
-    drain(loop, FileClaims(state / "claims"), trace, pool=1, key=lambda s: s.key)
+    escalate = tell_a_human(ctx, trace) if apply else None
+    drain(loop, FileClaims(state / "claims"), trace, pool=1, key=lambda s: s.key, escalate=escalate)
     a = loop.assessment
     filings = list(loop.filings.values())
     if a.board_error:

@@ -36,8 +36,11 @@ def drain_role(
     claims = FileClaims(Path(ctx.inventory.state_dir) / "claims")
     try:
         if apply:
+            from fleet.roles.announcer import tell_a_human  # the announcer is itself a role
+
             with fleet_lock(ctx):
-                drain(loop, claims, trace, pool=WRITE_POOL, key=key)
+                escalate = tell_a_human(ctx, trace)
+                drain(loop, claims, trace, pool=WRITE_POOL, key=key, escalate=escalate)
         else:
             drain(loop, claims, trace, pool=1, key=key)
     except LockTimeout as exc:

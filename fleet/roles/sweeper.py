@@ -23,6 +23,7 @@ from fleet.exits import Exit
 from fleet.halt import read_halt_file
 from fleet.model import Dispatch, Plan, Snapshot, iso
 from fleet.observe import read_page, snapshot
+from fleet.roles.announcer import tell_a_human
 from fleet.roles.batcher import Batcher
 from fleet.select import halt_line, issue_halts, select
 from fleet.switches import Switch, Switches, read_switches
@@ -36,7 +37,10 @@ from fleet.trace import Trace, to_jsonable
 # allows (lock.wait_s).
 SWEEP_POOL = 64
 
-# Refusals that clear by themselves within a sweep or two: the engine's "retry" class.
+# The three failure classes of seed 000, acted on by the engine (fleet/engine.py): retry-class
+# refusals clear by themselves within seconds, so the engine dispatches them again on its ladder
+# (RETRY_BACKOFFS_S) within this tick; refusals are the mechanism working and are never retried;
+# any other code is cannot-classify and goes to a human through the announcer (tell_a_human).
 _RETRYABLE = {Exit.LOCK_TIMEOUT, Exit.HELD_FINISHED, Exit.UNREACHABLE, Exit.CLONE_UNSYNCED}
 # Refusals that are the mechanism working (a guard said no on positive evidence).
 _REFUSALS = {
@@ -78,6 +82,8 @@ class TickReport:
     results: list[DispatchResult] = field(default_factory=list)
     exit: Exit = Exit.OK
     error: str = ""  # a crashed sweep's exception, in one line
+    retried: int = 0  # re-dispatches of retry-class refusals within this tick (seed 000)
+    unclassified: list[int] = field(default_factory=list)  # issues whose failure went to a human
 
     def counts(self) -> dict[str, int]:
         launched = sum(1 for r in self.results if r.launched)
@@ -86,6 +92,8 @@ class TickReport:
             "launched": launched,
             "refused": len(self.results) - launched,
             "waiting": len(self.plan.waiting),
+            "retried": self.retried,
+            "unclassified": len(self.unclassified),
         }
 
 
@@ -97,8 +105,13 @@ class Sweeper:
         self.page: BoardPage | None = None
         self.snap: Snapshot | None = None
         self.plan: Plan = Plan()
-        self.results: list[DispatchResult] = []
+        self._results: dict[int, DispatchResult] = {}  # the latest attempt per issue
         self.batcher = Batcher(ctx)
+
+    @property
+    def results(self) -> list[DispatchResult]:
+        """One result per dispatched issue: its last attempt (the engine may retry one)."""
+        return list(self._results.values())
 
     # the six methods
     def name(self) -> str:
@@ -146,8 +159,9 @@ class Sweeper:
 
     def dispatch(self, item: Dispatch) -> Result:
         r = self.batcher.dispatch(item.issue, worker=item.worker, page=self.page)
-        self.results.append(r)
-        return Result(r.launched, r.line(), classify(r), r.to_json())
+        self._results[item.issue] = r
+        detail = r.line() if r.launched else f"{r.line()} (exit {int(r.code)} {r.code.name})"
+        return Result(r.launched, detail, classify(r), r.to_json())
 
     def land(self, item: Dispatch, result: Result) -> None:
         if not result.ok:
@@ -262,8 +276,16 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
             report = switched
             return report
         claims = FileClaims(state / "claims")
+        escalate = tell_a_human(ctx, trace) if apply else None  # a held tick returned above
         try:
-            drain(sweeper, claims, trace, pool=SWEEP_POOL, key=lambda d: str(d.issue))
+            drained = drain(
+                sweeper,
+                claims,
+                trace,
+                pool=SWEEP_POOL,
+                key=lambda d: str(d.issue),
+                escalate=escalate,
+            )
         except Exception as exc:  # named in the heartbeat, then raised: a traceback is a bug
             report = TickReport("crashed", sweeper.plan, exit=Exit.SWEEP_CRASHED, error=repr(exc))
             raise
@@ -277,7 +299,13 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
         elif not apply:
             report = TickReport("dry-run", plan)
         elif sweeper.results:
-            report = TickReport("dispatched", plan, sweeper.results)
+            report = TickReport(
+                "dispatched",
+                plan,
+                sweeper.results,
+                retried=drained.retried,
+                unclassified=[int(e.item) for e in drained.unclassified],
+            )
         else:
             report = TickReport("idle", plan)
         return report
