@@ -36,13 +36,24 @@ def schedule(c, apply=False, json=False, inventory=None):
         "json": "one JSON object",
         "issue": "only this issue",
         "cost": "also what reading the board cost: this read, the budget left, recent sweeps (D1)",
+        "watch": "redraw until Ctrl-C: in place on a terminal, plain lines elsewhere",
+        "every": "seconds between redraws with --watch (default 10, at least 1: each is a board read)",
     },
 )
-def fleet_status(c, json=False, issue=None, cost=False, inventory=None):
+def fleet_status(c, json=False, issue=None, cost=False, watch=False, every=None, inventory=None):
     """Every worker and every open issue, each with its state and why it is not moving."""
-    from fleet.cmd.sched import status
+    from fleet.cmd.sched import status, watch_status
 
-    status(inventory, json, int(issue) if issue else None, show_cost=cost)
+    number = int(issue) if issue else None
+    if watch and json:
+        from fleet.cmd.common import fail
+        from fleet.exits import Exit
+
+        raise fail(Exit.USAGE, "fleet-status: --watch redraws text; --json prints one object")
+    if watch:
+        watch_status(inventory, number, cost, float(every) if every else None)
+        return
+    status(inventory, json, number, show_cost=cost)
 
 
 @task(

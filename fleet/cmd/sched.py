@@ -86,28 +86,47 @@ def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
 
 def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool = False) -> None:
     with context(inv) as ctx:
+        if not as_json_:
+            print(status_text(ctx, issue, show_cost))
+            return
         page, _ = read_page(ctx)
         snap = snapshot(ctx, page=page) if page is not None else snapshot(ctx)
         plan = select(snap)
         hb = read_heartbeat(Path(ctx.inventory.state_dir))
         sw = read_switches(ctx.inventory)
-        priced = _cost_report(ctx, page) if show_cost else None
         skipped = page.skipped if page is not None else ()
-        if as_json_:
-            out = as_json(snap, plan, hb, issue, switches=sw)
-            out["skipped"] = unseen.as_json(skipped)
-            if priced is not None:
-                out["cost"] = cost.as_json(*priced)
-                out["cost"]["skipped"] = out["skipped"]
-            emit_json(out)
-        else:
-            print(render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue, switches=sw))
-            if (seen := unseen.line(skipped)) is not None:
-                print(seen)
-            if priced is not None:
-                print(cost.render(*priced))
-                if seen is not None:
-                    print(f"  this read's price excludes them: {seen}")
+        out = as_json(snap, plan, hb, issue, switches=sw)
+        out["skipped"] = unseen.as_json(skipped)
+        if show_cost:
+            out["cost"] = cost.as_json(*_cost_report(ctx, page))
+            out["cost"]["skipped"] = out["skipped"]
+        emit_json(out)
+
+
+def status_text(ctx: FleetContext, issue: int | None, show_cost: bool = False) -> str:
+    """fleet-status's text, read fresh: one board read, one probe (``--watch`` redraws this)."""
+    page, _ = read_page(ctx)
+    snap = snapshot(ctx, page=page) if page is not None else snapshot(ctx)
+    plan = select(snap)
+    hb = read_heartbeat(Path(ctx.inventory.state_dir))
+    sw = read_switches(ctx.inventory)
+    skipped = page.skipped if page is not None else ()
+    lines = [render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue, switches=sw)]
+    if (seen := unseen.line(skipped)) is not None:
+        lines.append(seen)
+    if show_cost:
+        lines.append(cost.render(*_cost_report(ctx, page)))
+        if seen is not None:
+            lines.append(f"  this read's price excludes them: {seen}")
+    return "\n".join(lines)
+
+
+def watch_status(inv: str | None, issue: int | None, show_cost: bool, every: float | None) -> None:
+    """``fleet-status --watch``: the same text, redrawn until Ctrl-C (fleet/cmd/watch.py)."""
+    from fleet.cmd.watch import DEFAULT_EVERY_S, watch
+
+    with context(inv) as ctx:
+        watch(lambda: status_text(ctx, issue, show_cost), every or DEFAULT_EVERY_S)
 
 
 def _cost_report(
