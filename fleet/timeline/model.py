@@ -169,7 +169,16 @@ def _close(run: Run, m: Marker) -> Run:
 
 def runs_of(issue: Issue, identity: str | None) -> list[Run]:
     """Every run of one issue, in start order: starts paired with their terminals."""
-    words = history(issue, identity).words
+    # Comments stamped in the same instant are ordered by their id (the board's own order), so the
+    # order a board returns them in never changes the picture.
+    words = sorted(
+        history(issue, identity).words,
+        key=lambda w: (
+            utc(w.at),
+            w.kind is not WordKind.MARKER,
+            w.marker.comment_id if w.marker else 0,
+        ),
+    )
     starts: list[Run] = []
     terminals: list[Marker] = []
     fresh = False
