@@ -11,14 +11,20 @@ from urllib.parse import quote
 
 from fleet.board import github_parse as parse
 from fleet.board import github_queries as q
-from fleet.board.base import BoardError
+from fleet.board.base import BoardError, BoardUnreadable
 from fleet.board.github_http import GitHubHTTP
 from fleet.model import CIState, Mention, PullRequest
 
+# Check runs of main read per call: 10 pages of 100 (GitHub's maximum per_page; its default is 30,
+# so an unpaged read missed the 31st run). Past it CI is UNKNOWN, never green on a partial read.
+CHECK_RUNS_PER_PAGE = 100
+MAX_CHECK_RUN_PAGES = 10
 MAX_NOTIFICATION_PAGES = 5  # unread participating threads read per call: 250 at 50 a page
 NOTIFICATIONS_PER_PAGE = 50  # GitHub's maximum per_page for notifications
-# Check-run conclusions that make main red, and those that are green; anything else (cancelled,
-# action_required, stale, still running) leaves CI UNKNOWN, which check 7 never treats as red.
+# Check-run conclusions that make main red, and those that are green. GitHub's branch protection
+# counts success, neutral and skipped as passing; anything else (cancelled, action_required, stale —
+# a run GitHub gave up on after 14 days incomplete — or still running) leaves CI UNKNOWN, which
+# check 7 never treats as red.
 RED_CHECKS = frozenset({"failure", "timed_out", "startup_failure"})
 GREEN_CHECKS = frozenset({"success", "neutral", "skipped"})
 
@@ -98,13 +104,30 @@ class GitHubForge:
             repo = parse.obj(self._http.rest("GET", base, write=False), "repository")
             branch = quote(parse.text(repo.get("default_branch"), "default_branch"), safe="")
             combined = self._http.rest("GET", f"{base}/commits/{branch}/status", write=False)
-            checks = self._http.rest("GET", f"{base}/commits/{branch}/check-runs", write=False)
             combined = parse.obj(combined, "combined status")
-            runs = parse.seq(parse.obj(checks, "check runs").get("check_runs"), "check_runs")
+            runs = self._check_runs(f"{base}/commits/{branch}/check-runs")
         except BoardError as exc:
             warn(f"CI of {self.full_name} unreadable; proceeding as unknown (D5): {exc}")
             return CIState.UNKNOWN
         return ci_state(combined, runs)
+
+    def _check_runs(self, path: str) -> list[Any]:
+        """Every check run of the ref, page by page until ``total_count`` are read. A read that
+        cannot be completed raises: a partial list could be green while a later run failed."""
+        runs: list[Any] = []
+        for page in range(1, MAX_CHECK_RUN_PAGES + 1):
+            params = {"per_page": str(CHECK_RUNS_PER_PAGE), "page": str(page)}
+            got = parse.obj(self._http.rest("GET", path, write=False, params=params), "check runs")
+            batch = parse.seq(got.get("check_runs"), "check_runs")
+            runs += batch
+            total = parse.integer(got.get("total_count"), "check runs.total_count")
+            if len(runs) >= total:
+                return runs
+            if not batch:
+                raise BoardUnreadable(f"check runs: {len(runs)} of {total} answered, then none")
+        raise BoardUnreadable(
+            f"check runs: more than {MAX_CHECK_RUN_PAGES * CHECK_RUNS_PER_PAGE}; not all read"
+        )
 
     def unread_mentions(self, number: int) -> tuple[Mention, ...]:
         """Unread participating threads whose reason is ``mention``, on this issue (D19)."""

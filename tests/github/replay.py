@@ -343,15 +343,20 @@ class Replayer:
         out["state"], out["total_count"] = ("pending", 0) if state == "none" else (state, 1)
         return self._send(200, out)
 
-    def _check_runs(self, ref: str, **_: Any) -> httpx.Response:
+    def _check_runs(self, ref: str, *, params: httpx.QueryParams, **_: Any) -> httpx.Response:
+        """Paged as GitHub pages them: ``per_page`` 30 unless asked (at most 100), ``page`` from 1,
+        ``total_count`` over all pages (rest_check_runs_page1.json)."""
         out = copy.deepcopy(fixture("rest_check_runs")["body"])
         run = out["check_runs"][0]
-        out["check_runs"] = [
+        every = [
             {**run, "id": i, "status": "in_progress" if c == "pending" else "completed",
              "conclusion": None if c == "pending" else c}
             for i, c in enumerate(self.ci[1])
         ]  # fmt: skip
-        out["total_count"] = len(out["check_runs"])
+        size = min(int(params.get("per_page", "30")), 100)
+        page = int(params.get("page", "1"))
+        out["check_runs"] = every[(page - 1) * size : page * size]
+        out["total_count"] = len(every)
         return self._send(200, out)
 
     def _notifications(self, *, params: httpx.QueryParams, **_: Any) -> httpx.Response:
