@@ -46,9 +46,8 @@ class Exit(IntEnum):
     BOARD_UNREADABLE = 50  # the one fail-closed guard (D5), for --apply
     WRITE_FAILED = 51  # a board write did not take ("no work exists" is 0, never this)
     SWEEP_CRASHED = 52  # an error escaped a sweep: the heartbeat names it, stderr traces it
-    IDENTITY_MISMATCH = (
-        54  # the board token's login is not the inventory's identity: nothing written
-    )
+    IDENTITY_MISMATCH = 54  # the token's login is not the inventory's identity: nothing written
+    LABELS_DROPPED = 55  # filed without its labels (no push access), so closed at once
     NOTHING_TO_REPLAY = 58  # replay read the trace and found no replayable event in it
     TRACE_UNREADABLE = 59  # replay: a missing file, or a malformed line (file:line on stderr)
     REPLAY_DIFFERS = 60  # replay found a decision that differs from the recorded one

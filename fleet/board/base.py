@@ -31,6 +31,17 @@ class BoardWriteError(BoardError):
     """A write (comment, close, label) did not take; the caller must not assume it did."""
 
 
+class LabelsDropped(BoardWriteError):
+    """An issue was filed but GitHub silently dropped labels or assignees it was filed with (it
+    does so for a user without push access). A probe without its fixture label, or a report
+    without its hold label, is dispatchable work (predicate 9), so the issue was closed at once."""
+
+    def __init__(self, message: str, number: int, missing: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.number = number
+        self.missing = missing
+
+
 class IdentityMismatch(BoardWriteError):
     """The credential writes as another login than the inventory's ``identity``: every marker it
     posted would be someone else's words to the fleet (attempt cap and "already running" would

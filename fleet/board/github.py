@@ -38,6 +38,7 @@ from fleet.board.base import (
     BoardUnreadable,
     BoardWriteError,
     IdentityMismatch,
+    LabelsDropped,
     Skipped,
 )
 from fleet.board.github_forge import GitHubForge
@@ -339,6 +340,7 @@ class GitHubBoard:
             "created issue",
         )
         number = parse.integer(made.get("number"), "created issue.number")
+        self._require_kept(number, made, labels, assignees)
         try:
             item = self._fields.add_item(parse.text(made.get("node_id"), "issue.node_id"))
             if status is not None:
@@ -350,6 +352,39 @@ class GitHubBoard:
                 f"issue #{number} was filed but is not on the board: {exc}"
             ) from exc
         return number
+
+    def _require_kept(
+        self,
+        number: int,
+        made: dict[str, Any],
+        labels: Sequence[str],
+        assignees: Sequence[str],
+    ) -> None:
+        """GitHub drops the labels and assignees of a new issue, silently, when the token's user
+        lacks push access (REST "Create an issue"). Check the answer; an issue missing any of them
+        is closed at once — before it reaches the board — and the command fails."""
+        got_labels = {parse.text(lb.get("name"), "label.name").lower()
+                      for lb in parse.seq(made.get("labels"), "created issue.labels")
+                      if isinstance(lb, dict)}  # fmt: skip
+        got_people = {parse.login(a).lower()
+                      for a in parse.seq(made.get("assignees") or [], "created issue.assignees")}  # fmt: skip
+        missing = tuple(
+            [f"label {name!r}" for name in labels if name.lower() not in got_labels]
+            + [f"assignee {who!r}" for who in assignees if who.lower() not in got_people]
+        )
+        if not missing:
+            return
+        try:
+            self.close(number, StateReason.NOT_PLANNED)
+            fate = "closed it at once (not planned)"
+        except BoardError as exc:
+            fate = f"and could NOT close it ({exc}): close #{number} by hand"
+        raise LabelsDropped(
+            f"#{number} was filed without {', '.join(missing)} — GitHub drops them when the "
+            f"token's user has no push access to {self.full_name}; {fate} (docs/github.md)",
+            number,
+            missing,
+        )
 
     def comment(self, number: int, body: str, *, author: str | None = None) -> Comment:
         """Post, then read the comment back by id: closing an already-closed issue once dropped a

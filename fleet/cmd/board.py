@@ -4,7 +4,7 @@ extras for PRs and CI), never around it."""
 
 from __future__ import annotations
 
-from fleet.board.base import BoardError
+from fleet.board.base import BoardError, LabelsDropped
 from fleet.cmd.common import context, emit_json, fail
 from fleet.exits import Exit
 from fleet.markers import history
@@ -40,6 +40,8 @@ def add(
                 status=status,
                 author=author,
             )
+        except LabelsDropped as exc:  # filed, closed at once: a probe without its label is work
+            raise fail(Exit.LABELS_DROPPED, str(exc)) from None
         except BoardError as exc:
             raise fail(Exit.WRITE_FAILED, str(exc)) from None
         print(n)

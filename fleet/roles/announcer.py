@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.announce import Assessment, Report, Stall, assess, report_for, unclassified_stall
-from fleet.board.base import BoardError, BoardPage
+from fleet.board.base import BoardError, BoardPage, LabelsDropped
 from fleet.context import FleetContext
 from fleet.engine import Escalate, Escalation, Failure, FileClaims, Result, Tier, drain
 from fleet.exits import Exit
@@ -206,6 +206,8 @@ def file_report(ctx: FleetContext, report: Report) -> Result:
             labels=[ctx.inventory.policy.report_label],
             status=None,  # not queued (predicate 1), and held by its label (predicate 9)
         )
+    except LabelsDropped as exc:  # the token cannot label: filing again files again (#11)
+        return Result(False, f"{type(exc).__name__}: {exc}", Failure.REFUSE)
     except BoardError as exc:
         return Result(False, f"{type(exc).__name__}: {exc}", Failure.RETRY)
     return Result(True, f"filed #{number}", data={"number": number, "filed": True})

@@ -39,6 +39,10 @@ class Replayer:
                  lane_kind: str = "TEXT", start: datetime | None = None) -> None:  # fmt: skip
         self.owner, self.repo, self.login = owner, repo, login
         self.token_login = login  # who the token is: viewer { login } (may differ from login)
+        # Without push access GitHub files the issue but drops its labels and assignees, silently
+        # (REST "Create an issue": "Only users with push access can set labels for new issues.
+        # Labels are silently dropped otherwise"; the same for assignees).
+        self.push_access = True
         self.full_name = f"{owner}/{repo}"
         self.project_number, self.project_id = 1, "PVT_kwDOREPLAY"
         self.lane_kind = lane_kind  # TEXT or SINGLE_SELECT (docs/github.md allows both)
@@ -227,9 +231,10 @@ class Replayer:
         return out
 
     def _create(self, *, body: Any, **_: Any) -> httpx.Response:
+        kept = self.push_access
         issue = self.add_issue(body["title"], body=body.get("body") or "",
-                               labels=list(body.get("labels", [])),
-                               assignees=list(body.get("assignees", [])))  # fmt: skip
+                               labels=list(body.get("labels", [])) if kept else [],
+                               assignees=list(body.get("assignees", [])) if kept else [])  # fmt: skip
         return self._send(201, self.issue_json(issue))
 
     def _get_issue(self, n: int, **_: Any) -> httpx.Response:
