@@ -107,15 +107,20 @@ def dispatch(c, issue, worker=None, dry_run=False, json=False, ignore_ci=False, 
 dispatch.__doc__ = DISPATCH_HELP
 
 
-@task(help={"keep": "keep .fleet/demo from the last run instead of starting fresh"})
-def demo(c, keep=False):
+@task(
+    help={
+        "keep": "keep .fleet/demo from the last run instead of starting fresh",
+        "agent": "the CLI the stand-in agent speaks: claude (default), codex, gemini or plain",
+    }
+)
+def demo(c, keep=False, agent="claude"):
     """Run the main job on the embedded default: file sample issues and drain them until idle."""
     from fleet.cmd.common import fail
     from fleet.demo import DemoRefused, run_demo
     from fleet.exits import Exit
 
     try:
-        run_demo(keep=keep)
+        run_demo(keep=keep, agent=agent)
     except DemoRefused as exc:
         raise fail(Exit.USAGE, str(exc)) from None
 

@@ -71,7 +71,7 @@ _WORKER = """\
     clone: {d}/workers/{name}/clone
     state_dir: {d}/workers/{name}
     python: {py}
-    agent: {py} -m fleet.agents.demo
+    agent: {py} -m fleet.agents.demo{kind}
     supervisor: auto
     path_prefix: [~/.local/bin]
 """
@@ -109,9 +109,15 @@ SAMPLES: list[dict[str, object]] = [
 ]
 
 
-def write_inventory(root: Path) -> Path:
+AGENTS = ("claude", "codex", "gemini", "plain")  # the kinds the stand-in agent speaks (--kind)
+
+
+def write_inventory(root: Path, agent: str = "claude") -> Path:
+    """The demo's inventory; ``agent`` is the CLI kind the stand-in speaks (the adapter is detected
+    from its ``--kind``, docs/agents.md)."""
     py = sys.executable
-    workers = "".join(_WORKER.format(name=n, d=root, py=py) for n in WORKERS)
+    kind = "" if agent == "claude" else f" --kind {agent}"
+    workers = "".join(_WORKER.format(name=n, d=root, py=py, kind=kind) for n in WORKERS)
     path = root / "inventory.yaml"
     path.write_text(_INVENTORY.format(d=root, workers=workers), encoding="utf-8")
     return path
@@ -221,14 +227,16 @@ def write_demo_timeline(ctx: FleetContext, started: datetime) -> Path:
     return write_page(tl, default_out(inv), title="fleet timeline: invoke demo")
 
 
-def run_demo(*, keep: bool = False, root: Path | None = None) -> int:
+def run_demo(*, keep: bool = False, root: Path | None = None, agent: str = "claude") -> int:
+    if agent not in AGENTS:
+        raise DemoRefused(f"demo: --agent {agent!r}: expected one of {', '.join(AGENTS)}")
     root = (root or Path(".fleet/demo")).resolve()
     if not keep:
         fresh(root)
     root.mkdir(parents=True, exist_ok=True)
-    inv_path = write_inventory(root)
+    inv_path = write_inventory(root, agent)
     began = datetime.now(UTC)
-    print(f"demo: embedded default under {root} (inventory {inv_path})")
+    print(f"demo: embedded default under {root} (inventory {inv_path}), agent kind {agent}")
     print("demo: retry backoffs 1s,2s and an 8s run limit keep it short (see the inventory)")
     open_board(load(inv_path), create=True)
     with context(str(inv_path)) as ctx:
