@@ -44,7 +44,14 @@ from fleet.closing import defuse
 from fleet.markers import History, Kind, history, is_tombstone, parked_until
 from fleet.model import CapacitySource, Issue, Plan, Policy, Snapshot, WorkerView, iso, parse_iso
 from fleet.reap import COULD_NOT_CHECK, LIVE, REAP, TOO_YOUNG, ReapDecision, reap_decisions
-from fleet.select import age_text, halt_line, marked_do_not_dispatch, select
+from fleet.select import (
+    DEAD_ON_LAUNCH,
+    DEAD_ON_LAUNCH_REMEDY,
+    age_text,
+    halt_line,
+    marked_do_not_dispatch,
+    select,
+)
 
 # -- the bounds, each with the failure it prevents -------------------------------------------------
 
@@ -82,6 +89,7 @@ class StallKind(StrEnum):
     HEARTBEAT_STALE = "heartbeat-stale"
     HEARTBEAT_MISSING = "heartbeat-missing"
     UNCLASSIFIED = "unclassified-failure"
+    DEAD_ON_LAUNCH = "dead-on-launch"
 
 
 @dataclass(frozen=True)
@@ -262,9 +270,25 @@ def _item(
     if due is not None:
         return _parked(issue, due, snap, plan, sweeper_down)
     waiting = plan.reason_for(n)
+    if waiting is not None and waiting.state == DEAD_ON_LAUNCH:
+        return _dead_on_launch(issue, h, snap, waiting.reason)
     if waiting is not None:
         return Quiet(f"#{n}", waiting.state, f"{waiting.reason} (p{waiting.predicate})")
     return None  # eligible: it is moving
+
+
+def _dead_on_launch(issue: Issue, h: History, snap: Snapshot, reason: str) -> Stall:
+    deaths = snap.launch_deaths(issue.number, h.last.at if h.last is not None else None)
+    last = max(d.at for d in deaths)
+    return Stall(
+        StallKind.DEAD_ON_LAUNCH,
+        f"#{issue.number}: {reason}",
+        issue=issue.number,
+        worker=sorted({d.worker for d in deaths})[0],
+        since=last,
+        age_s=_age(snap.now, last),
+        quoted_title=issue.title,
+    )
 
 
 def _start(d: ReapDecision, snap: Snapshot, title: str) -> Stall | Quiet:
@@ -464,6 +488,11 @@ _WHY = {
         "Every sweep writes the heartbeat on every exit path, so none at all means the sweeper has "
         "not run here: its timer is not installed, or it writes to another state directory (D14)."
     ),
+    StallKind.DEAD_ON_LAUNCH: (
+        "Each launch died before its runner posted a start marker, so the board holds no trace "
+        "of it and no attempt was spent; the launches are counted from the workers' own records, "
+        "and past the attempt cap no sweep launches the item again."
+    ),
 }
 
 _WHY[StallKind.UNCLASSIFIED] = (
@@ -512,6 +541,7 @@ _REMEDY = {
         "fleet should know is a bug in its table (docs/operations.md, the failure classes). Close "
         "this report when done: the next such failure files it again."
     ),
+    StallKind.DEAD_ON_LAUNCH: DEAD_ON_LAUNCH_REMEDY.replace("task-N", "task-{n}") + " (on {w}).",
 }
 
 
@@ -532,6 +562,8 @@ def title_for(stall: Stall) -> str:
         text = f"fleet: worker {w} dark with no stated reset"
     elif k is StallKind.DARK_REVOKED:
         text = f"fleet: worker {w} dark, entitlement revoked"
+    elif k is StallKind.DEAD_ON_LAUNCH:
+        text = f"fleet: stalled #{n} (its launches die before the start marker)"
     elif k is StallKind.HEARTBEAT_STALE:
         text = "fleet: sweeper heartbeat stale"
     elif k is StallKind.UNCLASSIFIED:

@@ -40,6 +40,7 @@ from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView
 from fleet.observe import probe_fleet, probe_worker
 from fleet.origin import target_origins
 from fleet.runner.capacity import describe
+from fleet.runner.prestart import STATE_DIR_ENV
 from fleet.select import (
     choose_worker,
     halt_line,
@@ -336,6 +337,7 @@ def _claim(
                 "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
                 "FLEET_INVENTORY": inventory_arg(inv),
                 "FLEET_RUN_ID": run_id,
+                STATE_DIR_ENV: w.state_dir,  # where a death before the start marker is recorded
             }
             claim = ctx.supervisor(w).start(
                 issue, runner_argv(ctx, w, issue, run_id), env=env, max_run_s=w.max_run_s
@@ -641,6 +643,7 @@ def _claim_batch(
             "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
             "FLEET_INVENTORY": inventory_arg(inv),
             "FLEET_RUN_ID": g.run_id,
+            STATE_DIR_ENV: w.state_dir,  # where a death before the start marker is recorded
         }
         try:
             claim = ctx.supervisor(w).start(

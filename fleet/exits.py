@@ -74,3 +74,14 @@ class RunExit(IntEnum):
     )
     CRASHED = 74  # an unexpected error escaped the runner (journal has the traceback); no terminal
     IDENTITY_MISMATCH = 76  # the worker's token is not the inventory's identity: nothing posted
+
+
+# The runner's exits before its start marker (run step 4): nothing on the board says the launch
+# happened, so the runner records each on its worker (fleet.runner.prestart) and selection counts
+# them (state dead-on-launch). The words say the cause in fleet-status and the record.
+PRESTART_CAUSES = {
+    RunExit.STALE: "stale runner clone",
+    RunExit.NO_CONFIG: "inventory/worker/board not openable",
+    RunExit.CRASHED: "crash",
+    RunExit.IDENTITY_MISMATCH: "the worker's token is not the board identity",
+}

@@ -186,6 +186,20 @@ class Capacity:
     canary_at: datetime | None = None
 
 
+@dataclass(frozen=True)
+class LaunchDeath:
+    """A launch of ``task-<issue>`` whose runner exited before its start marker (exit 70, 73 or
+    74 before run step 4): nothing on the board says it ran, so only this record can count it.
+    Written by the runner itself into its worker's state directory (fleet.runner.prestart)."""
+
+    issue: int
+    worker: str
+    run_id: str
+    exit: int
+    at: datetime  # the worker's clock
+    why: str
+
+
 class Reach(StrEnum):
     """The answer of check 8's three-token probe; UNREACHABLE covers 'no token came back'."""
 
@@ -228,6 +242,7 @@ class WorkerView:
     path: str = ""  # the worker's PATH after repair (check 0), handed to units explicitly (D3)
     # Dark with no stated reset, yet one canary run may go now (fleet.canary): not dark for it.
     canary: bool = False
+    deaths: tuple[LaunchDeath, ...] = ()  # launches here that died before their start marker
 
     @property
     def reachable(self) -> bool:
@@ -282,6 +297,16 @@ class Snapshot:
 
     def live_units(self, issue: int) -> tuple[Unit, ...]:
         return tuple(u for w in self.workers for u in w.units if u.issue == issue and u.live)
+
+    def launch_deaths(self, issue: int, since: datetime | None) -> tuple[LaunchDeath, ...]:
+        """Launches of ``issue`` that died before a start marker, after ``since`` (the issue's last
+        word: a marker, a release or a reopen — each resets the count as it resets attempts)."""
+        return tuple(
+            d
+            for w in self.workers
+            for d in w.deaths
+            if d.issue == issue and (since is None or d.at > since)
+        )
 
 
 # -- the plan: what one cycle decided, as a value (seed 001) -----------------------------------------

@@ -24,6 +24,7 @@ from fleet.halt import read_halt_file
 from fleet.inventory import WorkerConfig
 from fleet.model import Capacity, CapacitySource, Reach, Snapshot, Unit, WorkerView
 from fleet.runner.capacity import CAPACITY_FILE, parse_capacity
+from fleet.runner.prestart import DEATHS_FILE, parse_deaths
 from fleet.transport import RunResult, TransportError, parse_reach, reach_command, remote_path
 from fleet.units import PortableSupervisor, Supervisor, SupervisorError, SystemdSupervisor
 from fleet.units import portable as portable_units
@@ -38,6 +39,7 @@ PROBE_TIMEOUT_S = 15.0
 FOLDED_PROBE_TIMEOUT_S = max(PROBE_TIMEOUT_S, systemd_units.PROBE_TIMEOUT_S)
 _UNITS_MARK = "fleet-units:"  # the supervisor's probe output follows, up to the end line
 _UNITS_END = "fleet-units-end rc="  # its exit status follows on the same line
+_DEATHS_MARK = "fleet-launch-deaths:"  # the worker's launch-death records follow (runner.prestart)
 
 
 def runner_check(w: WorkerConfig) -> str:
@@ -51,6 +53,7 @@ def probe_command(w: WorkerConfig, *, units: str | None = None) -> str:
     """Check 8's reach probe, the PATH, then (folded) ``units`` — a supervisor's probe command, run
     in a subshell so its own ``exit`` ends only itself — then the capacity file. Exits 0."""
     cap = f"{remote_path(w.state_dir)}/{CAPACITY_FILE}"
+    deaths = f"{remote_path(w.state_dir)}/{DEATHS_FILE}"
     folded = (
         f"echo {_UNITS_MARK}; ( {units}\n); fleet_units_rc=$?; "
         f'echo; echo "{_UNITS_END}$fleet_units_rc"; '
@@ -61,6 +64,7 @@ def probe_command(w: WorkerConfig, *, units: str | None = None) -> str:
         reach_command(state_dir=w.state_dir, runner_check=runner_check(w))
         + f'echo "{_PATH_MARK}$PATH"; '
         + folded
+        + f"echo {_DEATHS_MARK}; cat -- {deaths} 2>/dev/null; echo; "
         + f"echo {_CAPACITY_MARK}; cat -- {cap} 2>/dev/null; exit 0"
     )
 
@@ -112,6 +116,12 @@ def split_probe(stdout: str) -> tuple[str, str, str | None]:
     return head, path, (text or None)
 
 
+def split_deaths(head: str) -> str:
+    """The launch-death file's text: every line after its mark in the head of the probe. Pure."""
+    _before, sep, after = head.partition(_DEATHS_MARK + "\n")
+    return after if sep else ""
+
+
 def probe_worker(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[str]]:
     """One worker as this cycle sees it, and the warnings the probe produced (fail-open notes)."""
     warnings: list[str] = []
@@ -155,7 +165,11 @@ def probe_worker(ctx: FleetContext, w: WorkerConfig) -> tuple[WorkerView, list[s
             w.name, w.lane, Reach.UNREACHABLE, capacity, detail=f"unit probe failed: {exc}"
         ), warnings
     canary = canary_open(capacity, units, ctx.clock())  # one probe run on an unknown reset (D8)
-    view = WorkerView(w.name, w.lane, Reach.OK, capacity, tuple(units), path=path, canary=canary)
+    deaths, bad = parse_deaths(split_deaths(head), worker=w.name)
+    warnings += bad
+    view = WorkerView(
+        w.name, w.lane, Reach.OK, capacity, tuple(units), path=path, canary=canary, deaths=deaths
+    )
     return view, warnings
 
 

@@ -12,13 +12,24 @@ and planned units — which changes where work goes, never how much.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from fleet.closing import defuse, has_live_keyword
+from fleet.exits import PRESTART_CAUSES, RunExit
 from fleet.markers import History, Kind, WordKind, history, is_tombstone, parked_until
-from fleet.model import Dispatch, Halt, Issue, Plan, Snapshot, Status, Waiting, WorkerView
+from fleet.model import (
+    Dispatch,
+    Halt,
+    Issue,
+    LaunchDeath,
+    Plan,
+    Snapshot,
+    Status,
+    Waiting,
+    WorkerView,
+)
 
 # Operator-facing state words (fleet-status prints them; seed 001 §11: name every shape).
 ELIGIBLE = "eligible"
@@ -32,6 +43,7 @@ LATCHED = "latched"
 TOMBSTONE = "tombstone"
 EXHAUSTED = "exhausted"
 CAPACITY_LOOP = "capacity-loop"  # one issue keeps ending on limits, worker after worker
+DEAD_ON_LAUNCH = "dead-on-launch"  # predicate 7's twin: launches that died before a start marker
 PARKED = "parked"
 HELD = "held"
 DARK = "dark"
@@ -65,6 +77,32 @@ def issue_halts(issues: Iterable[Issue], halt_title: str) -> tuple[Halt, ...]:
 
 def healthy(workers: Iterable[WorkerView]) -> tuple[WorkerView, ...]:
     return tuple(w for w in workers if w.reachable and not w.dark)
+
+
+# The remedy for ``dead-on-launch``: fleet-status and the announcer's report say it in these words.
+DEAD_ON_LAUNCH_REMEDY = (
+    "read the unit's log on that worker (journalctl --user -u task-N, or units/task-N.log in its "
+    "state dir): 70 = the runner clone does not sync, 73 = the inventory (FLEET_INVENTORY must be "
+    "an absolute path), the worker's entry or the board does not open, 74 = a crash with its "
+    "traceback, 76 = the worker's token is not the board identity; fix it, then comment a line fleet:release (or reopen) to launch it again"
+)
+
+
+def _cause(code: int) -> str:
+    try:
+        return PRESTART_CAUSES.get(RunExit(code), "died")
+    except ValueError:
+        return "died"
+
+
+def dead_on_launch_reason(deaths: Sequence[LaunchDeath], cap: int) -> str:
+    """The words for ``dead-on-launch``: how many, where, and each exit's cause (fleet.exits)."""
+    seen = sorted({(d.worker, d.exit) for d in deaths})
+    where = ", ".join(f"{w} exit {c} ({d})" for w, c, d in ((w, c, _cause(c)) for w, c in seen))
+    return (
+        f"{len(deaths)} launches died before their start marker (cap {cap}): {where}; "
+        "no sweep relaunches it"
+    )
 
 
 def _latched(h: History) -> str | None:
@@ -142,6 +180,9 @@ def _reason(
             CAPACITY_LOOP,
             f"{len(h.capacity)} capacity outcomes of {p.capacity_cap} ({where})",
         )
+    deaths = snap.launch_deaths(n, h.last.at if h.last is not None else None)
+    if len(deaths) >= p.attempt_cap:  # no marker counts these, so they are counted here
+        return Waiting(n, 7, DEAD_ON_LAUNCH, dead_on_launch_reason(deaths, p.attempt_cap))
     # 8
     if h.park is not None:
         return Waiting(n, 8, PARKED, "park latch not released (post a line 'fleet:release')")

@@ -30,6 +30,8 @@ from fleet.model import CapacitySource, Plan, Reach, Snapshot, Waiting, WorkerVi
 from fleet.select import (
     CAPACITY_LOOP,
     DARK,
+    DEAD_ON_LAUNCH,
+    DEAD_ON_LAUNCH_REMEDY,
     ELIGIBLE,
     EXHAUSTED,
     LATCHED,
@@ -164,6 +166,8 @@ def explain(w: Waiting, snap: Snapshot) -> str:
             "itself may be the cause (read the runs' agent.log); comment a line fleet:release "
             "(or reopen) to run it again"
         )
+    if w.state == DEAD_ON_LAUNCH:
+        return f"{w.reason} — {DEAD_ON_LAUNCH_REMEDY}"
     if w.state == TOMBSTONE:
         return (
             f"{w.reason}: the run reported success but the issue is still open — close it if "

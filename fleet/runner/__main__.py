@@ -13,11 +13,13 @@ import os
 import subprocess
 import sys
 import traceback
+from datetime import UTC, datetime
 
 from fleet.board import check_identity, open_board
 from fleet.board.base import BoardError, IdentityMismatch
-from fleet.exits import RunExit
+from fleet.exits import PRESTART_CAUSES, RunExit
 from fleet.inventory import InventoryError, load
+from fleet.runner.prestart import PRESTART_EXITS, STATE_DIR_ENV, record_death
 from fleet.runner.run import Runner
 from fleet.sync import parse_sync, sync_command
 
@@ -45,6 +47,37 @@ def sync_self(clone: str, remote: str | None, run_id: str) -> tuple[bool, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    state: dict[str, object] = {}
+    code = _main(args, state)
+    runner = state.get("runner")
+    started = isinstance(runner, Runner) and runner.start_posted
+    if code in PRESTART_EXITS and not started:
+        _record_death(args, state.get("state_dir"), code)
+    return code
+
+
+def _record_death(args: argparse.Namespace, state_dir: object, code: int) -> None:
+    """A death before the start marker leaves nothing on the board: record it on the worker so
+    the next sweeps count it instead of relaunching forever (fleet.runner.prestart)."""
+    where = state_dir if isinstance(state_dir, str) else os.environ.get(STATE_DIR_ENV)
+    if not where:
+        print(
+            f"fleet-runner: exit {code} before the start marker, and no state directory is known "
+            f"(no inventory, no ${STATE_DIR_ENV}): this death is not counted",
+            file=sys.stderr,
+        )
+        return
+    why = PRESTART_CAUSES.get(RunExit(code), "died")
+    warning = record_death(
+        where, issue=args.issue, run_id=args.run_id, code=code, why=why, now=datetime.now(UTC)
+    )
+    print(
+        warning or f"fleet-runner: exit {code} before the start marker, recorded in {where}",
+        file=sys.stderr,
+    )
+
+
+def _main(args: argparse.Namespace, state: dict[str, object]) -> int:
     try:
         inv = load(args.inventory)
     except (InventoryError, OSError) as exc:
@@ -56,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     if worker is None:
         print(f"fleet-runner: no worker {args.worker!r} in {args.inventory}", file=sys.stderr)
         return RunExit.NO_CONFIG
+    state["state_dir"] = worker.state_dir
     if worker.runner_clone and os.environ.get(REEXEC_ENV) != args.run_id:
         ok, detail = sync_self(worker.runner_clone, worker.runner_remote, args.run_id)
         if not ok:
@@ -89,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         return RunExit.IDENTITY_MISMATCH
     except BoardError as exc:  # an outage: the check runs again before the first write
         print(f"fleet-runner: identity not checked yet ({exc})", file=sys.stderr)
+    runner = state["runner"] = Runner(inv, board, worker, args.issue, args.run_id)
     try:
-        return Runner(inv, board, worker, args.issue, args.run_id).run()
+        return runner.run()
     except (
         Exception
     ):  # exit 1 means "a failure marker was posted"; a crash claims no terminal (D20)

@@ -36,6 +36,7 @@ from fleet.runner.brief import brief_version, clear_results, read_results, rende
 from fleet.runner.capacity import capacity_path, to_capacity
 from fleet.runner.closeout import CloseOut, decide_close_out
 from fleet.runner.heal import darken, describe_heal, heal, stamp_canary
+from fleet.runner.prestart import forget_issue
 from fleet.runner.worktree import Worktree, WorktreeError, make_worktree, release_worktree
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -62,6 +63,7 @@ class Runner:
     stderr: object = field(default_factory=lambda: sys.stderr)
     signal_name: str | None = None
     started_at: datetime | None = None  # step 2, this worker's clock: the capacity file's clock
+    start_posted: bool = False  # step 4 done: a death after it is the board's to see, not ours
     _agent: subprocess.Popen[bytes] | None = None
 
     # -- small helpers ---------------------------------------------------------------------------
@@ -114,6 +116,10 @@ class Runner:
         except BoardError as exc:
             self.say(f"cannot post the start marker: {exc}; nothing ran")
             return RunExit.NO_START
+        self.start_posted = True
+        warning = forget_issue(self.worker.state_dir, self.issue)  # this launch path works
+        if warning:
+            self.say(warning)
         # Attribution uses the board's own clock (the start marker's timestamp): PRs are stamped
         # by the same clock, so worker clock skew cannot credit or discredit an artifact (D16).
         run_started_at = start_comment.created_at
