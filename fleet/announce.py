@@ -245,7 +245,7 @@ def _item(
     reap: ReapDecision | None,
     sweeper_down: bool,
 ) -> Stall | Quiet | None:
-    h = history(issue, snap.policy.identity)
+    h = history(issue, snap.policy)
     never = _never(issue, h, snap)
     if never is not None:
         return never
@@ -394,7 +394,7 @@ def dark_since(
     best: tuple[datetime, int] | None = None
     for item in pool:
         ran_on: str | None = None
-        for m in history(item, snap.policy.identity).markers:
+        for m in history(item, snap.policy).markers:
             if m.kind is Kind.START:
                 ran_on = m.get("worker")
             elif m.kind is Kind.CAPACITY and ran_on == worker and (best is None or m.at > best[0]):

@@ -204,7 +204,7 @@ def _post(
     except BoardUnreadable:
         fresh = the
     if fresh is not None and not stops and not unchecked:
-        last = history(fresh, ctx.inventory.policy.identity).last_marker
+        last = history(fresh, ctx.inventory.policy).last_marker
         if last is not None and last.kind is Kind.CANCELLED:
             return False, True, ""
     try:

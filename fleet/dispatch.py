@@ -43,6 +43,7 @@ from fleet.runner.capacity import describe
 from fleet.runner.prestart import STATE_DIR_ENV
 from fleet.select import (
     choose_worker,
+    fresh_hold,
     halt_line,
     healthy,
     issue_halts,
@@ -75,6 +76,8 @@ class DispatchResult:
 
     def line(self) -> str:
         """The one-line reason for stderr, naming the check."""
+        if self.outcome == "refused" and self.check is None:
+            return f"fleet: #{self.issue} refused: {self.reason}"
         if self.outcome == "refused":
             return f"fleet: #{self.issue} refused by check {self.check}: {self.reason}"
         return f"fleet: #{self.issue} {self.outcome} on {self.worker} as {self.unit}: {self.reason}"
@@ -121,12 +124,12 @@ def _kill_switches(ctx: FleetContext, page: BoardPage | None) -> BoardPage:
             page = ctx.board.read()
         except BoardUnreadable as exc:
             raise _Refused(1, Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
-    for h in issue_halts(page.issues, ctx.inventory.policy.halt_title):
+    for h in issue_halts(page.issues, ctx.inventory.policy):
         raise _Refused(0, Exit.HALTED_ISSUE, halt_line(h, now))
     return page
 
 
-def _the_issue(ctx: FleetContext, number: int, dry_run: bool) -> Issue:
+def _the_issue(ctx: FleetContext, number: int, dry_run: bool, *, recheck: bool = False) -> Issue:
     # Always a fresh read, never the sweeper's page: the page is up to a cycle old, and an issue
     # closed 46 s before a run started is exactly what checks 1 and 2 exist for (seed 003).
     try:
@@ -139,7 +142,7 @@ def _the_issue(ctx: FleetContext, number: int, dry_run: bool) -> Issue:
         raise _Refused(2, Exit.ISSUE_CLOSED, f"issue #{number} is closed")
     dnd = ctx.inventory.policy.do_not_dispatch
     if marked_do_not_dispatch(issue.title, dnd):  # 3: a permanent property, so it comments
-        h = history(issue, ctx.inventory.policy.identity)
+        h = history(issue, ctx.inventory.policy)
         if not dry_run and h.last_of(Kind.DO_NOT_DISPATCH) is None:
             note = f"The title carries {dnd}; fleet will not dispatch this issue."
             try:
@@ -152,7 +155,17 @@ def _the_issue(ctx: FleetContext, number: int, dry_run: bool) -> Issue:
     if issue.open_blockers:  # 5
         refs = ", ".join(f"#{b}" for b in issue.open_blockers)
         raise _Refused(5, Exit.BLOCKED, f"blocked by {refs} (open)")
+    # The sweeper's page may be a cycle old, and on GitHub a flood of comments can push markers out
+    # of its window: the sweeper's dispatches re-ask predicates 12 and 6-8 of this fresh read. A
+    # hand dispatch is the operator's override of the scheduler's predicates, as it always was.
+    held = fresh_hold(issue, ctx.inventory.policy, ctx.clock()) if recheck else None
+    if held is not None:  # not a pre-flight check of the seed's: named by predicate and code
+        reason = f"predicate {held.predicate} ({held.state}) on the fresh read: {held.reason}"
+        raise _Refused(None, _HOLD_CODES[held.predicate], reason)
     return issue
+
+
+_HOLD_CODES = {6: Exit.LATCHED, 7: Exit.EXHAUSTED, 8: Exit.MARKER_PARKED, 12: Exit.UNAPPROVED}
 
 
 def _ci(ctx: FleetContext, ignore_ci: bool) -> None:
@@ -547,7 +560,7 @@ def _batch(
     issues: dict[int, Issue] = {}
     for g in list(going):
         try:
-            issues[g.at] = _the_issue(ctx, g.issue, False)
+            issues[g.at] = _the_issue(ctx, g.issue, False, recheck=True)
         except _Refused as r:
             refuse(g, r)
             going.remove(g)

@@ -31,6 +31,11 @@ class Exit(IntEnum):
     NO_RUNNER = 32  # check 8: fleet's runner is not installed for this master
     CLONE_UNSYNCED = 33  # check 9
     CLONE_FOREIGN_ORIGIN = 34  # check 9: the clone's origin is not the inventory's (fleet.origin)
+    # the fresh read of the issue re-asks the scheduler's marker predicates and approval (D15)
+    LATCHED = 35  # predicate 6: the last marker latches (start, success, block, no-op, cancel, ...)
+    EXHAUSTED = 36  # predicate 7: the attempt budget is spent
+    MARKER_PARKED = 37  # predicate 8: a hold latch, or a retry parked until a later time
+    UNAPPROVED = 38  # predicate 12: an untrusted author's issue no trusted person approved
     HELD_LIVE = 41  # check 10: same worker, the unit is live
     HELD_FINISHED = 42  # check 10: the name is held by a finished unit still unloading
     SUPERVISOR_FAILED = 43  # check 10: the supervisor failed, not a collision

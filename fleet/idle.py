@@ -118,7 +118,7 @@ def idle(snap: Snapshot) -> IdleVerdict:
     for issue in sorted(snap.issues, key=lambda i: i.number):
         if not issue.is_open:
             continue
-        h = history(issue, snap.policy.identity)
+        h = history(issue, snap.policy)
         # The latest start-or-terminal *marker*, not the latest word: a reopen, a release or a
         # human's hold after a start does not end the run that start began; only a terminal does.
         last = next((m for m in reversed(h.markers) if m.kind in _RUN_WORDS), None)

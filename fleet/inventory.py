@@ -36,6 +36,7 @@ from ruamel.yaml.util import load_yaml_guess_indent
 
 from fleet.agentkinds import AgentKind, detect_kind
 from fleet.model import Policy
+from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust
 
 ENV_VAR = "FLEET_INVENTORY"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"  # worker names and lanes: safe in unit names, paths, shells
@@ -65,7 +66,8 @@ DEFAULT_PYTHON = "python3"  # the worker's interpreter for the runner
 
 # The keys each mapping may hold: anything else is a typo, and an error.
 # fmt: off
-TOP_KEYS = ("board", "lock", "halt", "policy", "state_dir", "workers")
+TOP_KEYS = ("board", "lock", "halt", "policy", "state_dir", "workers", "trust")
+TRUST_KEYS = ("allow", "associations", "agent_logins")
 LOCAL_BOARD_KEYS = ("kind", "path", "origin", "identity")
 GITHUB_BOARD_KEYS = ("kind", "owner", "repo", "project_number", "identity", "token_env", "token_file", "api_url",
                      "status_field", "lane_field")
@@ -365,6 +367,40 @@ def _board(top: _Node, base: Path) -> BoardConfig:
     return BoardConfig(kind="github", path=None, origin=None, identity=identity, github=github)
 
 
+def _trust(top: _Node, board: BoardConfig) -> Trust:
+    """Who gives the fleet work, steers it and speaks to its agents (docs/security.md). GitHub:
+    the associations counted (default OWNER, MEMBER, COLLABORATOR) plus an allow list of logins.
+    The embedded board has no associations; its allow list defaults to everyone."""
+    node = top.child("trust", TRUST_KEYS)
+    node.only(TRUST_KEYS)
+    logins = "a list of logins (non-empty strings)"
+    github = board.kind == "github"
+    if not github and "associations" in node.data:
+        node.fail(
+            node.key_pos("associations"),
+            "trust.associations: the embedded board records no GitHub associations "
+            "(expected trust.allow, a list of logins, for board kind local)",
+        )
+    associations = node.items(
+        "associations",
+        DEFAULT_ASSOCIATIONS,
+        f"a list of GitHub author associations ({', '.join(ASSOCIATIONS)})",
+        lambda v: v in ASSOCIATIONS,
+        empty=True,
+    )
+    # Absent: nobody extra on GitHub, everyone on the embedded board. Written, even empty: exactly
+    # those logins.
+    allow: tuple[str, ...] | None = node.items("allow", (), logins, _is_text, empty=True)
+    if "allow" not in node.data and not github:
+        allow = None
+    agents = node.items("agent_logins", (), logins, _is_text, empty=True)
+    return Trust.of(
+        allow=allow,
+        associations=associations if github else None,
+        agent_logins=agents,
+    )
+
+
 def _policy(top: _Node) -> tuple[_Node, dict[str, Any]]:
     node = top.child("policy", POLICY_KEYS)
     node.only(POLICY_KEYS)
@@ -576,7 +612,10 @@ def _build(doc: Any, file: str, *, require_workers: bool = True) -> Inventory:
         wait_s=lock_node.seconds("wait_s", DEFAULT_LOCK_WAIT_S),
         host=lock_host,
     )
-    policy = Policy(**policy_fields, halt_title=halt.issue_title, identity=board.identity)
+    trust = _trust(top, board)
+    policy = Policy(
+        **policy_fields, halt_title=halt.issue_title, identity=board.identity, trust=trust
+    )
     return Inventory(Path(file), board, lock, halt, policy, state_dir, workers, tuple(warnings))
 
 

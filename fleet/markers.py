@@ -16,6 +16,9 @@ Rules implemented here, all pure:
   duplicate that oldest-wins repair stopped (one superseded marker gives one start back, D4);
 - the release token counts only at the start of a line (seed 003, MVV 9), so the template text
   that explains it does not release anything when quoted back;
+- a release, a reopen and a human's hold (park) or cancel marker count only from a trusted human
+  (``fleet.trust``): never from the fleet's own identity nor an agent login. What did not count is
+  kept in ``History.ignored`` with its reason, so ``fleet-status`` names it instead of obeying it;
 - rendering never produces a live closing keyword (D14).
 """
 
@@ -28,7 +31,8 @@ from datetime import datetime
 from enum import StrEnum
 
 from fleet.closing import defuse
-from fleet.model import Comment, EventKind, Issue, parse_iso
+from fleet.model import Comment, EventKind, Issue, Policy, parse_iso
+from fleet.trust import EVERYONE, Trust, fold
 
 
 class Kind(StrEnum):
@@ -187,6 +191,24 @@ class Word:
     marker: Marker | None = None
 
 
+# Markers a trusted human may post by hand: a hold (park) and a cancel request (both latches).
+HUMAN_KINDS = frozenset({Kind.PARK, Kind.CANCELLED})
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """Board input that tried to steer the fleet and was not obeyed, and why (issue 16)."""
+
+    what: str  # release | reopen | park | cancelled | marker
+    author: str
+    at: datetime
+    why: str
+    comment_id: int | None = None
+
+    def line(self) -> str:
+        return f"{self.what} by {self.author or '?'} ignored: {self.why}"
+
+
 @dataclass(frozen=True)
 class History:
     """What the markers of one issue say, derived fresh every cycle (D1: no state file)."""
@@ -201,6 +223,7 @@ class History:
     # The worker of each run that ended in a capacity marker since the last reopen/release, oldest
     # first ("-" when its start named none): free of the attempt budget (D8), bounded on their own.
     capacity: tuple[str, ...] = field(default=())
+    ignored: tuple[Ignored, ...] = ()  # steering from someone the fleet does not listen to
 
     @property
     def last_marker(self) -> Marker | None:
@@ -222,27 +245,73 @@ def same_login(a: str, b: str) -> bool:
     return a.casefold() == b.casefold()
 
 
-def _words(issue: Issue, identity: str | None) -> list[Word]:
+def associations(issue: Issue) -> dict[str, str | None]:
+    """What this issue tells about each author's association (GitHub): the issue's own author and
+    every commenter. Events carry none, so a reopen's actor is judged by what the issue shows."""
+    known: dict[str, str | None] = {}
+    if issue.author:
+        known[fold(issue.author)] = issue.author_association
+    for c in issue.comments:
+        if c.association is not None or fold(c.author) not in known:
+            known[fold(c.author)] = c.association
+    return known
+
+
+def _words(issue: Issue, identity: str | None, trust: Trust) -> tuple[list[Word], list[Ignored]]:
     entries: list[tuple[datetime, int, Word]] = []
+    ignored: list[Ignored] = []
+
+    def steers(who: str, association: str | None) -> str | None:
+        return trust.steering(who, association, identity or "")
+
     for c in issue.comments:
         marker = parse(c)
         if marker is not None:
-            # A status marker counts only from the fleet's own identity; a hold (park) may be
-            # posted by a human. Anyone else's look-alike is text, not queue state.
-            if identity is None or same_login(c.author, identity) or marker.kind is Kind.PARK:
+            if identity is None or same_login(c.author, identity):
                 entries.append((c.created_at, 0, Word(WordKind.MARKER, c.created_at, marker)))
+                continue
+            # A status marker counts only from the fleet's own identity; a hold (park) or a
+            # cancel may be posted by a trusted human. Anyone else's look-alike is text.
+            why = (
+                steers(c.author, c.association)
+                if marker.kind in HUMAN_KINDS
+                else "a status marker counts only from the fleet's own identity"
+            )
+            if why is None:
+                entries.append((c.created_at, 0, Word(WordKind.MARKER, c.created_at, marker)))
+            else:
+                what = marker.kind.value if marker.kind in HUMAN_KINDS else "marker"
+                ignored.append(Ignored(what, c.author, c.created_at, why, c.id))
         elif is_release(c):
-            entries.append((c.created_at, 0, Word(WordKind.RELEASE, c.created_at)))
+            why = steers(c.author, c.association)
+            if why is None:
+                entries.append((c.created_at, 0, Word(WordKind.RELEASE, c.created_at)))
+            else:
+                ignored.append(Ignored("release", c.author, c.created_at, why, c.id))
+    known = associations(issue) if any(e.kind is EventKind.REOPENED for e in issue.events) else {}
     for e in issue.events:
         if e.kind is EventKind.REOPENED:
-            entries.append((e.at, 1, Word(WordKind.REOPEN, e.at)))
+            why = steers(e.actor, known.get(fold(e.actor)))
+            if why is None:
+                entries.append((e.at, 1, Word(WordKind.REOPEN, e.at)))
+            else:
+                ignored.append(Ignored("reopen", e.actor, e.at, why))
     entries.sort(key=lambda t: (t[0], t[1]))
-    return [w for _, _, w in entries]
+    return [w for _, _, w in entries], ignored
 
 
-def history(issue: Issue, identity: str | None = None) -> History:
-    """Read an issue's markers, reopens and releases into a :class:`History`."""
-    words = _words(issue, identity)
+def history(issue: Issue, policy: Policy | str | None = None) -> History:
+    """Read an issue's markers, reopens and releases into a :class:`History`.
+
+    ``policy`` gives the fleet's identity and its trust rule; a bare identity trusts every human
+    (the embedded board's default) but still never lets the fleet release itself.
+    """
+    if isinstance(policy, Policy):
+        identity: str | None = policy.identity
+        trust = policy.trust
+    else:
+        identity, trust = policy, EVERYONE
+    words, ignored = _words(issue, identity, trust)
     markers = tuple(w.marker for w in words if w.marker is not None)
     last = words[-1] if words else None
     # Attempts and retries are counted since the last reopen or release: a human's explicit
@@ -276,7 +345,9 @@ def history(issue: Issue, identity: str | None = None) -> History:
             park = w.marker
         elif w.kind in (WordKind.RELEASE, WordKind.REOPEN):
             park = None
-    return History(tuple(words), markers, last, attempts, retries, park, capacity=tuple(capacity))
+    return History(
+        tuple(words), markers, last, attempts, retries, park, (), tuple(capacity), tuple(ignored)
+    )
 
 
 def parked_until(h: History) -> datetime | None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from fleet.trust import EVERYONE, Trust
+
 
 def utc(ts: datetime) -> datetime:
     """Return ``ts`` as an aware UTC datetime (naive input is taken to be UTC already)."""
@@ -64,6 +66,7 @@ class Comment:
     author: str
     body: str
     created_at: datetime
+    association: str | None = None  # GitHub's authorAssociation; None on the embedded board
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,12 @@ class Issue:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     closed_at: datetime | None = None
+    author: str = ""  # who filed it: work from an untrusted author waits for approval (trust.py)
+    author_association: str | None = None  # GitHub's authorAssociation; None on the embedded board
+    body_edited_at: datetime | None = None  # the body's last edit: an approval must postdate it
+    # Why this one issue could not be read whole (e.g. more comments than the read pages through):
+    # its markers cannot be judged, so it is held by name rather than read as empty.
+    unreadable: str | None = None
 
     @property
     def is_open(self) -> bool:
@@ -152,6 +161,7 @@ class Mention:
     body: str
     created_at: datetime
     read: bool = False
+    association: str | None = None  # GitHub's authorAssociation of the author, when known
 
 
 @dataclass(frozen=True)
@@ -276,6 +286,7 @@ class Policy:
     identity: str = "fleet"
     timer_period_s: int = 300
     report_label: str = "fleet-report"  # the announcer's reports: held, never dispatched
+    trust: Trust = EVERYONE  # who gives work, steers and speaks to agents (inventory `trust:`)
 
 
 @dataclass(frozen=True)

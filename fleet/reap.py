@@ -59,7 +59,7 @@ def reap_decisions(snap: Snapshot) -> tuple[ReapDecision, ...]:
         return ()  # no queue, no decision: the role reports the board error (D5)
     out: list[ReapDecision] = []
     for issue in sorted((i for i in snap.issues if i.is_open), key=lambda i: i.number):
-        start = open_start(history(issue, snap.policy.identity))
+        start = open_start(history(issue, snap.policy))
         if start is not None:
             out.append(_decide(snap, issue.number, start))
     return tuple(out)

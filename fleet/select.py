@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from fleet.authority import UNAPPROVED, approval_wait, halt_issues, is_halt_title
 from fleet.closing import defuse, has_live_keyword
 from fleet.exits import PRESTART_CAUSES, RunExit
 from fleet.markers import History, Kind, WordKind, history, is_tombstone, parked_until
@@ -25,6 +26,7 @@ from fleet.model import (
     Issue,
     LaunchDeath,
     Plan,
+    Policy,
     Snapshot,
     Status,
     Waiting,
@@ -51,6 +53,9 @@ UNREACHABLE = "unreachable"
 GROUPER = "grouper"
 FIXTURE = "fixture"
 SWITCH = "kill-switch"
+UNREADABLE = (
+    "unreadable"  # the issue's own history could not be read whole (predicate 6 cannot judge)
+)
 
 _LATCH_WORDS = {
     Kind.START: "a run started and has not posted its terminal",
@@ -64,15 +69,11 @@ _LATCH_WORDS = {
 }
 
 
-def issue_halts(issues: Iterable[Issue], halt_title: str) -> tuple[Halt, ...]:
-    """The second kill switch: an open issue with the configured title, read from the page the
-    scheduler already fetched (zero extra calls)."""
-    wanted = halt_title.strip().casefold()
-    return tuple(
-        Halt("issue", i.body.strip() or None, i.created_at, None, f"#{i.number}")
-        for i in issues
-        if i.is_open and i.title.strip().casefold() == wanted
-    )
+def issue_halts(issues: Iterable[Issue], policy: Policy | str) -> tuple[Halt, ...]:
+    """The second kill switch: an open issue with the configured title by a trusted author, read
+    from the page the scheduler already fetched (zero extra calls). A bare title trusts everyone."""
+    policy = policy if isinstance(policy, Policy) else Policy(halt_title=policy)
+    return halt_issues(issues, policy)[0]
 
 
 def healthy(workers: Iterable[WorkerView]) -> tuple[WorkerView, ...]:
@@ -139,7 +140,10 @@ def _reason(
     issue: Issue, snap: Snapshot, lanes: set[str], any_healthy: bool, h: History
 ) -> Waiting | None:
     n, p = issue.number, snap.policy
-    if issue.title.strip().casefold() == p.halt_title.strip().casefold():
+    if is_halt_title(issue.title, p.halt_title):
+        ignored = p.trust.distrust(issue.author, issue.author_association)
+        if ignored is not None:
+            return Waiting(n, 0, SWITCH, f"a halt issue NOT obeyed: {ignored}")
         return Waiting(n, 0, SWITCH, "this issue is the halt switch itself")
     # 9 (fixture only, checked first): a probe must never look like anything but a fixture.
     if p.fixture_label in issue.labels:
@@ -147,6 +151,10 @@ def _reason(
     # 1
     if issue.status != Status.TODO.value:
         return Waiting(n, 1, NOT_QUEUED, f"status is {issue.status or 'unset'!r}, not 'Todo'")
+    # 12 (issue 16): work from an untrusted author waits for a trusted approval
+    unapproved = approval_wait(issue, p)
+    if unapproved is not None:
+        return Waiting(n, 12, UNAPPROVED, unapproved)
     # 2
     if issue.lane and issue.lane not in lanes:
         return Waiting(n, 2, LANE_UNKNOWN, f"lane {issue.lane!r} names no worker in the inventory")
@@ -163,6 +171,37 @@ def _reason(
     if live:
         where = ", ".join(f"{u.worker}/{u.master}" for u in live)
         return Waiting(n, 5, RUNNING, f"running on {where}")
+    # 6-8
+    if issue.unreadable:
+        return Waiting(n, 6, UNREADABLE, f"not judged: {issue.unreadable}")
+    marked = marker_hold(issue, h, p, snap.now)
+    if marked is not None:
+        return marked
+    # 7, continued: deaths before the start marker are in the workers' launch records, not on the
+    # board, so only the snapshot can count them
+    deaths = snap.launch_deaths(n, h.last.at if h.last is not None else None)
+    if len(deaths) >= p.attempt_cap:  # no marker counts these, so they are counted here
+        return Waiting(n, 7, DEAD_ON_LAUNCH, dead_on_launch_reason(deaths, p.attempt_cap))
+    # 9
+    hold = _hold(issue, snap)
+    if hold is not None:
+        return Waiting(n, 9, HELD, hold)
+    # 10
+    if not any_healthy:
+        if any(w.reachable for w in snap.workers):
+            return Waiting(n, 10, DARK, "every reachable worker is capacity-dark")
+        return Waiting(n, 10, UNREACHABLE, "no worker is reachable")
+    # 11
+    if issue.open_sub_issues:
+        refs = ", ".join(f"#{s}" for s in issue.open_sub_issues)
+        return Waiting(n, 11, GROUPER, f"has open sub-issues {refs} (a grouper is not the work)")
+    return None
+
+
+def marker_hold(issue: Issue, h: History, p: Policy, now: datetime) -> Waiting | None:
+    """Predicates 6-8, what the issue's own markers say: the scheduler asks it of its page and
+    dispatch asks it again of its fresh read of the one issue (D15)."""
+    n = issue.number
     # 6
     latch = _latched(h)
     if latch is not None:
@@ -180,29 +219,23 @@ def _reason(
             CAPACITY_LOOP,
             f"{len(h.capacity)} capacity outcomes of {p.capacity_cap} ({where})",
         )
-    deaths = snap.launch_deaths(n, h.last.at if h.last is not None else None)
-    if len(deaths) >= p.attempt_cap:  # no marker counts these, so they are counted here
-        return Waiting(n, 7, DEAD_ON_LAUNCH, dead_on_launch_reason(deaths, p.attempt_cap))
     # 8
     if h.park is not None:
         return Waiting(n, 8, PARKED, "park latch not released (post a line 'fleet:release')")
     due = parked_until(h)
-    if due is not None and due > snap.now:
+    if due is not None and due > now:
         return Waiting(n, 8, PARKED, f"retry parked until {due.isoformat(timespec='seconds')}")
-    # 9
-    hold = _hold(issue, snap)
-    if hold is not None:
-        return Waiting(n, 9, HELD, hold)
-    # 10
-    if not any_healthy:
-        if any(w.reachable for w in snap.workers):
-            return Waiting(n, 10, DARK, "every reachable worker is capacity-dark")
-        return Waiting(n, 10, UNREACHABLE, "no worker is reachable")
-    # 11
-    if issue.open_sub_issues:
-        refs = ", ".join(f"#{s}" for s in issue.open_sub_issues)
-        return Waiting(n, 11, GROUPER, f"has open sub-issues {refs} (a grouper is not the work)")
     return None
+
+
+def fresh_hold(issue: Issue, p: Policy, now: datetime) -> Waiting | None:
+    """What dispatch re-asks of its fresh read of one issue (D15): approval (predicate 12) and the
+    markers (6-8). The sweeper's page may be a cycle old, and on GitHub it may miss markers a flood
+    of comments pushed out of its window; the fresh read pages every comment."""
+    unapproved = approval_wait(issue, p)
+    if unapproved is not None:
+        return Waiting(issue.number, 12, UNAPPROVED, unapproved)
+    return marker_hold(issue, history(issue, p), p, now)
 
 
 def live_load(workers: Iterable[WorkerView]) -> dict[str, int]:
@@ -227,7 +260,7 @@ def choose_worker(
 def select(snap: Snapshot) -> Plan:
     """Predicates 1–11 over one snapshot, in one pass."""
     open_issues = tuple(i for i in snap.issues if i.is_open)
-    halts = tuple(snap.halts) + issue_halts(open_issues, snap.policy.halt_title)
+    halts = tuple(snap.halts) + issue_halts(open_issues, snap.policy)
     if snap.board_error is not None:
         return Plan(board_error=snap.board_error, halts=halts)
     lanes = {w.lane for w in snap.workers} | {w.name for w in snap.workers}
@@ -237,7 +270,7 @@ def select(snap: Snapshot) -> Plan:
     waiting: list[Waiting] = []
     tombstones: list[int] = []
     for issue in sorted(open_issues, key=lambda i: i.number):
-        h = history(issue, snap.policy.identity)
+        h = history(issue, snap.policy)
         # The tombstone detector (D6) reports every open issue whose last word is a success, not
         # only those that reach predicate 6: one whose Status already moved off Todo, or that is
         # blocked, is still a tombstone holding its dependants.

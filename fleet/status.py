@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fleet.authority import halt_issues
 from fleet.canary import CANARY, canary_text
 from fleet.idle import idle, place
 from fleet.markers import Kind, history, parked_until
@@ -138,7 +139,7 @@ def _dark_workers(snap: Snapshot) -> str:
 def explain(w: Waiting, snap: Snapshot) -> str:
     """select's reason, with the where/since/until/remedy a newcomer needs to read it as normal."""
     issue = snap.issue(w.issue)
-    h = history(issue, snap.policy.identity) if issue is not None else None
+    h = history(issue, snap.policy) if issue is not None else None
     if w.state == RUNNING:
         return _running(w, snap)
     if w.state == LATCHED and h is not None:
@@ -210,9 +211,15 @@ def items(snap: Snapshot, plan: Plan, switches: Switches | None = None) -> list[
                 "held_by": None,
             }
         )
-    titles = {i.number: i.title for i in snap.issues}
+    by_number = {i.number: i for i in snap.issues}
     for row in out:
-        row["title"] = titles.get(row["issue"], "")
+        found = by_number.get(row["issue"])
+        row["title"] = found.title if found is not None else ""
+        # Steering the fleet did not obey, named so nobody mistakes it for a fleet that ignores
+        # its operators (issue 16): a stranger's release, reopen, hold or look-alike marker.
+        row["ignored"] = (
+            [i.line() for i in history(found, snap.policy).ignored] if found is not None else []
+        )
     return sorted(out, key=lambda r: r["issue"])
 
 
@@ -294,12 +301,14 @@ def switches_json(snap: Snapshot, plan: Plan, switches: Switches | None) -> dict
     files = [h for h in plan.halts if h.source == "file"]
     issues = [h for h in plan.halts if h.source == "issue"]
     unknown: dict[str, Any] = {"on": None}
+    _, ignored = halt_issues(snap.issues, snap.policy)
     return {
         "halt_file": {"on": bool(files), "lines": [halt_line(h, snap.now) for h in files]},
         "halt_issue": {
             "on": bool(issues),
             "title": snap.policy.halt_title,
             "lines": [halt_line(h, snap.now) for h in issues],
+            "ignored": [i.line() for i in ignored],
         },
         "pause": _switch_json(switches.pause, snap.now) if switches else unknown,
         "drain": _switch_json(switches.drain, snap.now) if switches else unknown,
@@ -326,6 +335,7 @@ def switch_lines(sw: dict[str, Any]) -> list[str]:
     lines += [f"  {'halt issue':<11} ON — {line}" for line in hi["lines"]] or [
         f"  {'halt issue':<11} none open (title {hi['title']!r})"
     ]
+    lines += [f"  {'':<11} NOT OBEYED — {line}" for line in hi.get("ignored", [])]
     lines.append(_flag_line("PAUSE", sw["pause"], "only cancels are decided; live runs go on"))
     lines.append(_flag_line("DRAIN", sw["drain"], "no new work starts; in-flight runs finish"))
     return lines
@@ -372,6 +382,7 @@ def render(
     for r in rows:
         pred = f"p{r['predicate']}" if r["predicate"] is not None else "  "
         lines.append(f"  #{r['issue']:<5} {r['state']:<12} {pred:<4} {r['reason']}  — {r['title']}")
+        lines += [f"  {'':<6} {'':<12} {'':<4} NOT OBEYED — {line}" for line in r["ignored"]]
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -205,25 +206,41 @@ class GitHubBoard:
             raise BoardUnreadable(f"board has more than {MAX_ITEMS} items; refusing a partial read")
         wanted = [c["id"] for c, s, _ in items if s == Status.TODO.value and parse.has_edges(c)]
         edges, edge_cost, edge_unseen = self._edges(wanted)
-        issues = tuple(
-            parse.issue(
+        issues = []
+        for c, s, lane in sorted(items, key=lambda t: t[0].get("number", 0)):
+            if c["id"] in edge_unseen:
+                continue
+            older, unreadable, more = self._page_older(c)
+            cost += more
+            issue = parse.issue(
                 c,
                 full_name=self.full_name,
                 status=s,
                 lane=lane,
                 blocked_by=edges[c["id"]][0] if c["id"] in edges else (),
                 sub_issues=edges[c["id"]][1] if c["id"] in edges else (),
+                older_comments=older,
             )
-            for c, s, lane in sorted(items, key=lambda t: t[0].get("number", 0))
-            if c["id"] not in edge_unseen
-        )
+            issues.append(replace(issue, unreadable=unreadable) if unreadable else issue)
         return BoardPage(
-            issues=issues,
+            issues=tuple(issues),
             read_at=datetime.now(UTC),
             cost=cost + edge_cost,
             cost_unit="points",
             skipped=tuple(unseen) + tuple(edge_unseen.values()),
         )
+
+    def _page_older(self, node: dict[str, Any]) -> tuple[list[Any], str | None, int]:
+        """The comments before the page's last ``MAX_PAGE``: markers live there once a hundred
+        comments (a "+1" flood from anyone) follow them, and an issue read without them says no
+        attempts and no latch. Past ``MAX_COMMENT_PAGES`` the issue alone is unreadable (held by
+        name, never read as empty); the rest of the board is still read."""
+        spent: list[int] = []
+        try:
+            older = self._older_comments(node, spent)
+        except BoardUnreadable as exc:
+            return [], f"its comments could not all be read: {exc}", sum(spent)
+        return older, None, sum(spent)
 
     def _queue_row(
         self, item: dict[str, Any]
@@ -297,7 +314,7 @@ class GitHubBoard:
             older_comments=self._older_comments(node),
         )
 
-    def _older_comments(self, node: dict[str, Any]) -> list[Any]:
+    def _older_comments(self, node: dict[str, Any], spent: list[int] | None = None) -> list[Any]:
         older: list[Any] = []
         page = parse.obj(parse.obj(node.get("comments"), "comments").get("pageInfo"), "pageInfo")
         for _ in range(MAX_COMMENT_PAGES):
@@ -306,6 +323,8 @@ class GitHubBoard:
             data = self._http.graphql(
                 q.OLDER_COMMENTS, {"id": node["id"], "before": page.get("startCursor")}
             )
+            if spent is not None:
+                spent.append(self._cost())
             conn = parse.obj(parse.obj(data.get("node"), "node").get("comments"), "comments")
             older = parse.nodes(conn, "comments") + older
             page = parse.obj(conn.get("pageInfo"), "pageInfo")
@@ -410,7 +429,8 @@ class GitHubBoard:
     def close(self, number: int, reason: StateReason = StateReason.COMPLETED) -> None:
         self._patch_state(number, {"state": "closed", "state_reason": reason.value}, "closed")
 
-    def reopen(self, number: int) -> None:
+    def reopen(self, number: int, *, author: str | None = None) -> None:
+        self._as_identity(author)
         self._patch_state(number, {"state": "open"}, "open")
 
     def _patch_state(self, number: int, body: dict[str, str], want: str) -> None:

@@ -24,6 +24,7 @@ from fleet.model import (
     StateReason,
     parse_iso,
 )
+from fleet.trust import ASSOCIATIONS
 
 GHOST = "ghost"  # GitHub's own name for the author of a deleted account (author: null)
 
@@ -120,6 +121,14 @@ def refs(connection: Any, full_name: str, where: str) -> tuple[IssueRef, ...]:
     return tuple(ref(n, full_name, where) for n in nodes(connection, where))
 
 
+def association(value: Any, where: str) -> str:
+    """``authorAssociation``: who the author is to the repository. Trust keys on it, so an answer
+    without one is a changed API, not a stranger (a missing value would silently distrust)."""
+    if not isinstance(value, str) or value not in ASSOCIATIONS:
+        raise BadAnswer(f"{where}: unknown authorAssociation {value!r}")
+    return value
+
+
 def comments(items: Sequence[Any], where: str) -> tuple[Comment, ...]:
     out = []
     for node in items:
@@ -130,6 +139,9 @@ def comments(items: Sequence[Any], where: str) -> tuple[Comment, ...]:
                 author=login(node.get("author")),
                 body=text(node.get("body"), f"{where}.body"),
                 created_at=when(node.get("createdAt"), f"{where}.createdAt"),
+                association=association(
+                    node.get("authorAssociation"), f"{where}.authorAssociation"
+                ),
             )
         )
     return tuple(sorted(out, key=lambda c: (c.created_at, c.id)))
@@ -194,6 +206,11 @@ def issue(
         created_at=when(node.get("createdAt"), f"{where}.createdAt"),
         updated_at=when(node.get("updatedAt"), f"{where}.updatedAt"),
         closed_at=parse_iso(node["closedAt"]) if isinstance(node.get("closedAt"), str) else None,
+        author=login(node.get("author")),
+        author_association=association(node.get("authorAssociation"), f"{where}.authorAssociation"),
+        body_edited_at=when(node["lastEditedAt"], f"{where}.lastEditedAt")
+        if node.get("lastEditedAt") is not None
+        else None,
     )
 
 

@@ -58,6 +58,9 @@ fragment IssueFields on Issue {{
   createdAt
   updatedAt
   closedAt
+  lastEditedAt
+  author {{ login }}
+  authorAssociation
   repository {{ nameWithOwner }}
   labels(first: {LABELS_PER_ISSUE}) {{ totalCount nodes {{ name }} }}
   assignees(first: {ASSIGNEES_PER_ISSUE}) {{ nodes {{ login }} }}
@@ -81,7 +84,9 @@ fragment IssueFields on Issue {{
     }}
   }}
 }}
-fragment CommentFields on IssueComment {{ databaseId author {{ login }} body createdAt }}
+fragment CommentFields on IssueComment {{
+  databaseId author {{ login }} authorAssociation body createdAt
+}}
 """
 
 # The board's Status and Lane: Status is single-select (predicate 1); Lane may be single-select or
@@ -177,7 +182,9 @@ query OlderComments($id: ID!, $before: String!) {{
     }}
   }}
 }}
-fragment CommentFields on IssueComment {{ databaseId author {{ login }} body createdAt }}
+fragment CommentFields on IssueComment {{
+  databaseId author {{ login }} authorAssociation body createdAt
+}}
 """
 
 # D2/D16: who would close this issue. ``includeClosedPrs`` keeps a closed-unmerged PR visible, so

@@ -221,7 +221,10 @@ class LocalBoard:
         with self._writing(f"close #{number}") as tx:
             tx.close_issue(number, reason, self.identity)
 
-    def reopen(self, number: int) -> None:
+    def reopen(self, number: int, *, author: str | None = None) -> None:
+        """Reopen as ``author`` (default: the fleet's identity, whose reopen never counts as a
+        release — the fleet never reopens its own work; an operator's reopen names the operator)."""
+        who = author or self.identity
         with self._writing(f"reopen #{number}") as tx:
             if tx.require(number) is IssueState.OPEN:
                 return
@@ -231,7 +234,7 @@ class LocalBoard:
                 " status = ? WHERE number = ?",
                 (Status.TODO.value, number),
             )
-            tx.event(number, EventKind.REOPENED, self.identity, "", at)
+            tx.event(number, EventKind.REOPENED, who, "", at)
 
     def add_labels(self, number: int, labels: Sequence[str]) -> None:
         with self._writing(f"label #{number}") as tx:

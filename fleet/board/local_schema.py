@@ -305,7 +305,7 @@ ALL_ISSUES = "1 = 1"
 
 _QUERIES = {
     "issues": "SELECT i.number, i.title, i.body, i.state, i.state_reason, i.status, i.lane,"
-    " i.parent, p.state, i.created_at, i.updated_at, i.closed_at"
+    " i.parent, p.state, i.created_at, i.updated_at, i.closed_at, i.author"
     " FROM issues i LEFT JOIN issues p ON p.number = i.parent WHERE {w} ORDER BY i.number",
     "labels": "SELECT l.issue, l.name FROM labels l JOIN issues i ON i.number = l.issue"
     " WHERE {w} ORDER BY l.id",
@@ -358,7 +358,7 @@ def unread_mentions(conn: sqlite3.Connection, number: int) -> tuple[Mention, ...
 
 def _issue(row: tuple[Any, ...], per: dict[str, dict[int, list[Any]]]) -> Issue:
     number, title, body, state, reason, status, lane, parent, parent_state = row[:9]
-    created, updated, closed = row[9:]
+    created, updated, closed, author = row[9:]
     n = int(number)
 
     def many(name: str) -> tuple[Any, ...]:
@@ -382,6 +382,7 @@ def _issue(row: tuple[Any, ...], per: dict[str, dict[int, list[Any]]]) -> Issue:
         created_at=parse_iso(str(created)),
         updated_at=parse_iso(str(updated)),
         closed_at=parse_iso(closed),
+        author=str(author),
     )
 
 

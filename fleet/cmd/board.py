@@ -8,7 +8,8 @@ from fleet.board.base import BoardError, LabelsDropped
 from fleet.cmd.common import context, emit_json, fail
 from fleet.exits import Exit
 from fleet.markers import history
-from fleet.model import CIState, Issue, IssueState, StateReason
+from fleet.model import CIState, Issue, IssueState, Policy, StateReason
+from fleet.switches import operator
 
 
 def _local(board: object) -> object:
@@ -57,7 +58,7 @@ def show(inv: str | None, number: int, as_json: bool) -> None:
         if issue is None:
             raise fail(Exit.ISSUE_MISSING, f"#{number}: no such issue")
         if as_json:
-            emit_json(_issue_json(issue, ctx.inventory.policy.identity))
+            emit_json(_issue_json(issue, ctx.inventory.policy))
             return
         print(
             f"#{issue.number} [{issue.state}{'/' + issue.state_reason if issue.state_reason else ''}]"
@@ -78,8 +79,8 @@ def show(inv: str | None, number: int, as_json: bool) -> None:
             print("     " + c.body.replace("\n", "\n     "))
 
 
-def _issue_json(issue: Issue, identity: str) -> dict[str, object]:
-    h = history(issue, identity)
+def _issue_json(issue: Issue, policy: Policy) -> dict[str, object]:
+    h = history(issue, policy)
     last = h.last_marker
     return {
         "number": issue.number,
@@ -110,7 +111,7 @@ def list_(inv: str | None, state: str | None, as_json: bool) -> None:
         except BoardError as exc:
             raise fail(Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
         if as_json:
-            emit_json({"issues": [_issue_json(i, ctx.inventory.policy.identity) for i in issues]})
+            emit_json({"issues": [_issue_json(i, ctx.inventory.policy) for i in issues]})
             return
         for i in issues:
             print(f"#{i.number:<5} {i.state:<6} {i.status or '-':<12} {i.title}")
@@ -149,7 +150,9 @@ def write(inv: str | None, number: int, op: str, value: object = None) -> None:
             elif op == "close":
                 b.close(number, StateReason(str(value)))
             elif op == "reopen":
-                b.reopen(number)
+                # The embedded board records who reopened (a reopen counts only from a trusted
+                # human); GitHub records the token's user whatever we say.
+                b.reopen(number, author=operator() if hasattr(b, "create_pr") else None)
             else:
                 raise fail(Exit.USAGE, f"unknown board operation {op!r}")
         except BoardError as exc:

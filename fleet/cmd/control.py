@@ -82,7 +82,7 @@ def resume(inv_path: str | None) -> None:
     except Exception as exc:  # a courtesy check only: resume has done its job either way
         print(f"halt issue not checked (board unreadable: {exc})", file=sys.stderr)
         return
-    for h in issue_halts(page.issues, inv.policy.halt_title):
+    for h in issue_halts(page.issues, inv.policy):
         print(f"still halted by issue {h.where} ({inv.policy.halt_title!r}): close it to resume")
 
 

@@ -117,7 +117,7 @@ class Reaper:
             return Result(False, f"#{n}: not reaped, the re-read failed: {exc}", Failure.RETRY)
         start = None
         if issue is not None and issue.is_open:
-            start = open_start(history(issue, self.ctx.inventory.policy.identity))
+            start = open_start(history(issue, self.ctx.inventory.policy))
         if start is None or start.comment_id != item.start_comment:
             why = f"#{n}: not reaped, its last word changed since the probe (a newer word wins)"
             return Result(False, why, Failure.REFUSE)

@@ -136,7 +136,7 @@ class Runner:
         failure: str | None = None
         if issue is None:  # check 11 could not read it: one more read, now for the brief
             issue, failure = self._read_after_start()
-        retries = history(issue, self.inventory.policy.identity).retries if issue else 0
+        retries = history(issue, self.inventory.policy).retries if issue else 0
         try:
             try:  # inside the close-out's reach: a directory that cannot be made is a failure,
                 # named as such, never a crash that leaves the start marker alone (D12)

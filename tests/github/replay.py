@@ -71,6 +71,8 @@ class Replayer:
         return self._now
 
     def add_issue(self, title: str, *, author: str | None = None, **kw: Any) -> FakeIssue:
+        """An issue; ``association=`` is its author's authorAssociation (default MEMBER: the fleet
+        bot and the humans these tests write as are members of the organisation)."""
         number = len(self.issues) + 1
         issue = FakeIssue(number, 70_000 + number * 7, title, kw.pop("body", ""),
                           author or self.login, self.tick(), **kw)  # fmt: skip
@@ -78,11 +80,14 @@ class Replayer:
         self.issues[number] = issue
         return issue
 
-    def human_comment(self, number: int, author: str, body: str) -> int:
-        """A comment by someone else; a mention of our login becomes an unread thread (D19)."""
+    def human_comment(self, number: int, author: str, body: str,
+                      association: str = "MEMBER") -> int:  # fmt: skip
+        """A comment by someone else, with their authorAssociation (GitHub's CommentAuthorAssociation:
+        OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, FIRST_TIMER, MANNEQUIN,
+        NONE); a mention of our login becomes an unread thread (D19)."""
         cid = 5_000_000 + next(self._ids)
         self.issues[number].comments.append({"id": cid, "author": author, "body": body,
-                                             "at": self.tick()})  # fmt: skip
+                                             "at": self.tick(), "association": association})  # fmt: skip
         if re.search(rf"(?<![\w@])@{re.escape(self.login)}(?![\w-])", body):
             self.threads.append(Thread(9_000 + next(self._ids), number, cid))
         return cid
@@ -206,6 +211,7 @@ class Replayer:
             "html_url": f"https://github.test/{self.full_name}/issues/{issue.number}",
             "title": issue.title, "body": issue.body, "state": issue.state,
             "state_reason": issue.state_reason, "user": self._user(issue.author),
+            "author_association": issue.association,
             "labels": [{**label, "name": name, "default": False} for name in issue.labels],
             "assignee": self._user(issue.assignees[0]) if issue.assignees else None,
             "assignees": [self._user(a) for a in issue.assignees],
@@ -220,6 +226,7 @@ class Replayer:
     def comment_json(self, number: int, c: dict[str, Any]) -> dict[str, Any]:
         out = copy.deepcopy(fixture("rest_issue_comment")["body"])
         out.update({"id": c["id"], "body": c["body"], "user": self._user(c["author"]),
+                    "author_association": c.get("association", "MEMBER"),
                     "created_at": stamp(c["at"]), "updated_at": stamp(c["at"]),
                     "url": f"{API}/repos/{self.full_name}/issues/comments/{c['id']}",
                     "issue_url": f"{API}/repos/{self.full_name}/issues/{number}"})  # fmt: skip
@@ -258,7 +265,7 @@ class Replayer:
 
     def _post_comment(self, n: int, *, body: Any, **_: Any) -> httpx.Response:
         c = {"id": 4_000_000 + next(self._ids), "author": self.token_login, "body": body["body"],
-             "at": self.tick()}  # fmt: skip
+             "at": self.tick(), "association": "MEMBER"}  # fmt: skip
         self.issues[n].comments.append(c)
         return self._send(201, self.comment_json(n, c))
 

@@ -195,6 +195,8 @@ class Root:
             "stateReason": (i.state_reason or "").upper() or None,
             "createdAt": _ts(i.created_at), "updatedAt": _ts(i.updated_at or i.created_at),
             "closedAt": _ts(i.closed_at) if i.closed_at else None,
+            "lastEditedAt": _ts(i.edited_at) if i.edited_at else None,
+            "author": self._actor(i.author), "authorAssociation": i.association,
             "repository": {"nameWithOwner": s.full_name},
             "labels": connection(lambda **_: [{"name": n} for n in i.labels]),
             "assignees": connection(lambda **_: [{"login": a} for a in i.assignees]),
@@ -206,6 +208,7 @@ class Root:
                 "totalBlockedBy": len(blockers), "blocking": 0, "totalBlocking": 0},
             "comments": connection(lambda **_: [
                 {"databaseId": c["id"], "author": self._actor(c["author"]), "body": c["body"],
+                 "authorAssociation": c.get("association", "MEMBER"),
                  "createdAt": _ts(c["at"])} for c in i.comments]),
             "timelineItems": connection(lambda itemTypes=(), **_: [
                 self._event(e) for e in i.events

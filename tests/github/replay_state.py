@@ -48,6 +48,8 @@ class FakeIssue:
     closed_at: datetime | None = None
     item_id: str | None = None
     fields: dict[str, str] = field(default_factory=dict)  # project field name -> value
+    association: str = "MEMBER"  # the author's authorAssociation, as GitHub computes it
+    edited_at: datetime | None = None  # lastEditedAt: the body's last edit
 
     @property
     def node_id(self) -> str:

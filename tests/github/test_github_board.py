@@ -88,7 +88,11 @@ def test_recorded_pages_reopen_after_a_success_marker_and_candidate_edges(sleeps
     page = github_board(state, sleep=sleeps, page_size=2).read()
     reopened, parent = page.issues  # the draft issue is not the queue
     assert (reopened.number, reopened.lane, reopened.labels) == (7, "gpu", ("fleet-fixture",))
-    (marker,) = reopened.comments
+    marker = reopened.comments[0]  # the fleet's; humans with every association follow it
+    assert [c.association for c in reopened.comments] == [
+        "MEMBER", "NONE", "FIRST_TIME_CONTRIBUTOR", "CONTRIBUTOR", "COLLABORATOR", "OWNER"
+    ]  # fmt: skip
+    assert (reopened.author, reopened.author_association) == ("octocat", "OWNER")
     kinds = [e.kind for e in reopened.events]
     assert kinds == [EventKind.CLOSED, EventKind.REOPENED, EventKind.LABELED]
     assert reopened.is_open and reopened.events[1].at > marker.created_at  # reopen outranks it

@@ -1,0 +1,81 @@
+"""Whose board input the fleet obeys, issue by issue: approval of work and the halt issue. Pure.
+
+``fleet.trust`` says whether one author is trusted; this module applies it to what an issue carries:
+
+* **predicate 12, approval** — an issue whose author is not trusted is not work until a trusted
+  human comments a line starting with ``fleet:approve`` after the body's last edit. The fleet's
+  own identity and agent logins never approve (an agent must not queue its own work);
+* **the halt issue** — an open issue with the halt title halts the fleet only when its author is
+  trusted; a stranger's is named (``fleet-status``, the announcer) and never obeyed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fleet.model import Halt, Issue, Policy
+from fleet.trust import APPROVE_TOKEN, is_approval
+
+UNAPPROVED = "unapproved"  # select's state word for predicate 12
+
+
+def approval_wait(issue: Issue, policy: Policy) -> str | None:
+    """None when ``issue`` is work the fleet may take; else why it waits for approval."""
+    trust = policy.trust
+    why = trust.distrust(issue.author, issue.author_association)
+    if why is None:
+        return None
+    stale: list[str] = []
+    refused: list[str] = []
+    for c in issue.comments:
+        if not is_approval(c.body):
+            continue
+        no = trust.steering(c.author, c.association, policy.identity)
+        if no is not None:
+            refused.append(f"{c.author}'s approval ignored: {no}")
+        elif issue.body_edited_at is not None and c.created_at < issue.body_edited_at:
+            stale.append(f"{c.author}'s approval predates the body's last edit")
+        else:
+            return None
+    extra = "; ".join(stale + refused)
+    return f"opened by {why}; waits for a trusted person's comment line {APPROVE_TOKEN}" + (
+        f" ({extra})" if extra else ""
+    )
+
+
+@dataclass(frozen=True)
+class IgnoredHalt:
+    """An open halt-titled issue whose author the fleet does not obey."""
+
+    issue: int
+    author: str
+    why: str
+
+    def line(self) -> str:
+        return f"halt issue #{self.issue} by {self.author or '?'} ignored: {self.why}"
+
+
+def is_halt_title(title: str, halt_title: str) -> bool:
+    return title.strip().casefold() == halt_title.strip().casefold()
+
+
+def halt_issues(
+    issues: Iterable[Issue], policy: Policy
+) -> tuple[tuple[Halt, ...], tuple[IgnoredHalt, ...]]:
+    """(the halts in force, the halt issues ignored). A halt is a stop, the safe direction, so the
+    fleet's own identity may file one (the operator with the fleet's tooling); agents may not."""
+    halts: list[Halt] = []
+    ignored: list[IgnoredHalt] = []
+    for i in issues:
+        if not (i.is_open and is_halt_title(i.title, policy.halt_title)):
+            continue
+        why = policy.trust.distrust(i.author, i.author_association)
+        if why is None:
+            author = i.author or None
+            halts.append(
+                Halt("issue", i.body.strip() or None, i.created_at, author, f"#{i.number}")
+            )
+        else:
+            ignored.append(IgnoredHalt(i.number, i.author, why))
+    return tuple(halts), tuple(ignored)
