@@ -5,6 +5,9 @@
 * **predicate 12, approval** — an issue whose author is not trusted is not work until a trusted
   human comments a line starting with ``fleet:approve`` after the body's last edit. The fleet's
   own identity and agent logins never approve (an agent must not queue its own work);
+* **mentions** — only a trusted human's mention reaches an agent's brief; the others are listed in
+  the run's log as not injected, with why (a stranger's comment must not become instructions to an
+  agent that holds push and merge rights);
 * **the halt issue** — an open issue with the halt title halts the fleet only when its author is
   trusted; a stranger's is named (``fleet-status``, the announcer) and never obeyed.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fleet.model import Halt, Issue, Policy
+from fleet.model import Halt, Issue, Mention, Policy
 from fleet.trust import APPROVE_TOKEN, is_approval
 
 UNAPPROVED = "unapproved"  # select's state word for predicate 12
@@ -79,3 +82,19 @@ def halt_issues(
         else:
             ignored.append(IgnoredHalt(i.number, i.author, why))
     return tuple(halts), tuple(ignored)
+
+
+def sort_mentions(
+    mentions: Iterable[Mention], policy: Policy
+) -> tuple[tuple[Mention, ...], tuple[tuple[Mention, str], ...]]:
+    """(the mentions a brief may carry, the others with why not). The fleet's own identity and
+    agent logins are never injected: an agent must not write instructions for the next run."""
+    kept: list[Mention] = []
+    dropped: list[tuple[Mention, str]] = []
+    for m in mentions:
+        why = policy.trust.steering(m.author, m.association, policy.identity)
+        if why is None:
+            kept.append(m)
+        else:
+            dropped.append((m, why))
+    return tuple(kept), tuple(dropped)

@@ -424,6 +424,9 @@ class GitHubBoard:
             author=parse.login(stored.get("user")),
             body=body,
             created_at=parse.when(stored.get("created_at"), "comment.created_at"),
+            association=parse.association(
+                stored.get("author_association"), "comment.author_association"
+            ),
         )
 
     def close(self, number: int, reason: StateReason = StateReason.COMPLETED) -> None:

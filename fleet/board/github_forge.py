@@ -160,6 +160,10 @@ class GitHubForge:
                 source.get("created_at") or thread.get("updated_at"), "mention.created_at"
             ),
             read=thread.get("unread") is False,
+            # REST's author_association (trust.py); absent = unknown, which trusts nobody by it.
+            association=source.get("author_association")
+            if isinstance(source.get("author_association"), str)
+            else None,
         )
 
     def mark_mentions_read(self, ids: Sequence[int]) -> None:

@@ -27,6 +27,12 @@ def render(report: AnnounceReport, apply: bool) -> str:
         lines.append(f"      {f.stall.detail}")
         if f.outcome == "failed":
             lines.append(f"      {f.detail}")
+    for n in report.notices:  # ignored steering, named once on its own issue (fleet.notices)
+        word = {"would-post": "would name", "posted": "named", "already-posted": "already named",
+                "failed": "FAILED to name"}.get(n.outcome, n.outcome)  # fmt: skip
+        lines.append(
+            f"  {word} on #{n.notice.issue}: not obeyed: {n.notice.subject}: {n.notice.why}"
+        )
     if a.quiet:
         lines.append("not announced (the mechanism working, or not yet a stall):")
         for q in a.quiet:

@@ -35,6 +35,8 @@ from fleet.halt import read_halt_file
 from fleet.model import Issue, Snapshot
 from fleet.observe import probe_fleet, read_page
 from fleet.roles.base import held
+from fleet.roles.notifier import NoticeOutcome, Notifier
+from fleet.roles.notifier import key as notice_key
 from fleet.status import read_heartbeat
 from fleet.trace import Trace, to_jsonable
 
@@ -56,11 +58,14 @@ class AnnounceReport:
     assessment: Assessment
     filings: list[Filing] = field(default_factory=list)
     exit: Exit = Exit.OK
+    notices: list[NoticeOutcome] = field(default_factory=list)  # ignored steering, named once
 
     def counts(self) -> dict[str, int]:
         out = {"stalls": len(self.assessment.stalls), "quiet": len(self.assessment.quiet)}
         for f in self.filings:
             out[f.outcome] = out.get(f.outcome, 0) + 1
+        for n in self.notices:
+            out[f"notice-{n.outcome}"] = out.get(f"notice-{n.outcome}", 0) + 1
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -81,6 +86,16 @@ class AnnounceReport:
             ],
             "quiet": [to_jsonable(q) for q in self.assessment.quiet],
             "board_error": self.assessment.board_error,
+            "notices": [
+                {
+                    "issue": n.notice.issue,
+                    "subject": n.notice.subject,
+                    "why": n.notice.why,
+                    "key": n.notice.key,
+                    "outcome": n.outcome,
+                }
+                for n in self.notices
+            ],
         }
 
 
@@ -248,19 +263,24 @@ def announce(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> A
     drain(loop, FileClaims(state / "claims"), trace, pool=1, key=lambda s: s.key, escalate=escalate)
     a = loop.assessment
     filings = list(loop.filings.values())
+    # Ignored steering is named on its issue once; a halted fleet writes nothing (its snapshot's
+    # assessment says halted), an unreadable board has nothing to name.
+    told = Notifier(ctx, None if a.halted else loop.snap, apply=apply)
+    drain(told, FileClaims(state / "claims"), trace, pool=1, key=notice_key)
+    said = list(told.outcomes.values())
     if a.board_error:
         code = Exit.BOARD_UNREADABLE if apply else Exit.OK
         return AnnounceReport("failed", a, filings, code)
     if a.halted:
         return AnnounceReport("halted", a, filings)
     if not apply:
-        return AnnounceReport("held" if hold is not None else "dry-run", a, filings)
+        return AnnounceReport("held" if hold is not None else "dry-run", a, filings, notices=said)
     # A stall still at would-file after an apply was skipped by the engine: another announcer on
     # this box held its claim and is filing it (its own re-read decides).
     filings = [
         replace(f, outcome="claimed-elsewhere") if f.outcome == "would-file" else f for f in filings
     ]
-    if any(f.outcome == "failed" for f in filings):
-        return AnnounceReport("failed", a, filings, Exit.WRITE_FAILED)
-    filed = any(f.outcome == "filed" for f in filings)
-    return AnnounceReport("filed" if filed else "nothing", a, filings)
+    if any(f.outcome == "failed" for f in filings) or any(n.outcome == "failed" for n in said):
+        return AnnounceReport("failed", a, filings, Exit.WRITE_FAILED, said)
+    filed = any(f.outcome == "filed" for f in filings) or any(n.outcome == "posted" for n in said)
+    return AnnounceReport("filed" if filed else "nothing", a, filings, notices=said)

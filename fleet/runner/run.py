@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
+from fleet.authority import sort_mentions
 from fleet.board.base import Board, BoardError
 from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
@@ -200,6 +201,9 @@ class Runner:
             mentions = self.board.unread_mentions(self.issue)  # 6
         except BoardError as exc:
             self.say(f"mentions unreadable ({exc}); the brief goes without them")
+        mentions, refused = sort_mentions(mentions, self.inventory.policy)
+        for m, why in refused:  # named in the run's log, never in the brief
+            self.say(f"mention {m.id} by {m.author} NOT injected: {why}")
         brief = render_brief(
             issue=self.issue,
             title=title,

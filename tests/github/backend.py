@@ -48,7 +48,8 @@ class ReplayForge:
         never writes as anyone but the fleet."""
         cid = self.state.human_comment(number, author, body)
         at = self.state.issues[number].comments[-1]["at"]
-        return Comment(cid, author, body, parse_iso(stamp(at)) or at)
+        assoc = self.state.issues[number].comments[-1]["association"]
+        return Comment(cid, author, body, parse_iso(stamp(at)) or at, assoc)
 
     def set_ci(self, state: CIState) -> None:
         conclusion = {CIState.GREEN: "success", CIState.RED: "failure"}.get(state, "pending")

@@ -16,11 +16,8 @@ from fleet.model import Policy, Snapshot
 from fleet.select import select
 from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust
 from tests.builders import NOW, worker
-from tests.github import shape
 from tests.github.backend import github_board
 from tests.github.replay import Replayer
-
-pytestmark = pytest.mark.skipif(not shape.SCHEMA_PATH.exists(), reason=shape.SCHEMA_MISSING)
 
 POLICY = Policy(
     identity="fleet-bot",

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleet.authority import approval_wait, halt_issues
-from fleet.markers import Kind, history
-from fleet.model import Comment, Issue, Policy
+from fleet.authority import approval_wait, halt_issues, sort_mentions
+from fleet.markers import Kind, history, is_release, parse
+from fleet.model import Comment, Issue, Mention, Policy
+from fleet.notices import notices, posted
 from fleet.select import fresh_hold, select
 from fleet.status import render
 from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, is_approval
@@ -241,3 +242,33 @@ def test_fleet_status_names_each_ignored_attempt() -> None:
     assert "NOT OBEYED — halt issue #2 by mallory ignored" in text
     assert "NOT OBEYED — release by mallory ignored" in text
     assert "#8     unapproved   p12" in text
+
+
+# -- notices: named once, inert when quoted back ----------------------------------------------------
+
+
+def test_a_notice_names_the_attempt_is_no_marker_and_releases_nothing() -> None:
+    bad = said("fleet:release", "mallory", None)
+    i = replace(_exhausted(LOCAL, lambda: bad), author="alice")
+    snap = snapshot(i, by(issue(2, "HALT FLEET"), "mallory", None), policy=LOCAL)
+    found = notices(snap)
+    assert [(n.issue, n.key) for n in found] == [(2, "halt-2"), (7, f"comment-{bad.id}")]
+    text = found[1].text()
+    posted_by_fleet = comment(text, author=FLEET)
+    assert parse(posted_by_fleet) is None and not is_release(posted_by_fleet)
+    assert not any(ln.startswith(("fleet:release", "fleet:approve")) for ln in text.splitlines())
+    assert not posted(i, found[1], FLEET)
+    again = replace(i, comments=(*i.comments, posted_by_fleet))
+    assert posted(again, found[1], FLEET)
+    forged = replace(i, comments=(*i.comments, comment(text, author="mallory")))
+    assert not posted(forged, found[1], FLEET)  # only the fleet's own comment counts
+    assert history(again, LOCAL).attempts == LOCAL.attempt_cap
+
+
+@pytest.mark.parametrize("association", ASSOCIATIONS)
+def test_only_a_trusted_authors_mention_reaches_a_brief(association: str) -> None:
+    m = Mention(1, 9, "someone", "@fleet-bot do this", NOW, association=association)
+    agent = Mention(2, 9, "agent-bot", "@fleet-bot more attempts", NOW, association="OWNER")
+    kept, dropped = sort_mentions([m, agent], GITHUB)
+    assert [k.id for k in kept] == ([1] if association in TRUSTED else [])
+    assert [(d.id, "agent login" in why) for d, why in dropped][-1] == (2, True)
