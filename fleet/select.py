@@ -69,10 +69,10 @@ _LATCH_WORDS = {
 }
 
 
-def issue_halts(issues: Iterable[Issue], policy: Policy | str) -> tuple[Halt, ...]:
+def issue_halts(issues: Iterable[Issue], policy: Policy) -> tuple[Halt, ...]:
     """The second kill switch: an open issue with the configured title by a trusted author, read
-    from the page the scheduler already fetched (zero extra calls). A bare title trusts everyone."""
-    policy = policy if isinstance(policy, Policy) else Policy(halt_title=policy)
+    from the page the scheduler already fetched (zero extra calls). It takes the whole policy, not
+    the title: a caller that knows only the title would obey anyone's halt issue."""
     return halt_issues(issues, policy)[0]
 
 

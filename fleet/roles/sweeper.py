@@ -126,7 +126,7 @@ class Sweeper:
         if self.apply and self.page is not None:
             # The second kill switch, out of the page just read and before any worker is probed
             # (seed 003: both switches before anything else reaches the network).
-            halts = issue_halts(self.page.issues, self.ctx.inventory.policy.halt_title)
+            halts = issue_halts(self.page.issues, self.ctx.inventory.policy)
             if halts:
                 self.plan = Plan(halts=halts)
                 now = self.ctx.clock()

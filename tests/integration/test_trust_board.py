@@ -20,6 +20,7 @@ from fleet.inventory import load
 from fleet.markers import Kind, history, render
 from fleet.model import Snapshot
 from fleet.roles.announcer import announce
+from fleet.roles.sweeper import tick
 from fleet.select import select
 from tests.builders import worker
 from tests.integration.test_dispatch import (
@@ -163,3 +164,15 @@ def test_each_ignored_attempt_is_announced_once_on_its_issue_never_obeyed(fleet:
     assert last is not None and last.kind is Kind.CANCELLED
     halted = fleet.board.issue(halt)
     assert halted is not None and sum("[fleet-notice halt-" in c.body for c in halted.comments) == 1
+
+
+def test_the_sweeper_is_not_halted_by_a_strangers_halt_issue(fleet: Fleet) -> None:
+    """Before: an --apply sweep read the halt title from its page whoever filed it."""
+    work = fleet.board.create_issue("Add a greeting", author="alice")
+    fleet.board.create_issue("HALT FLEET", "stop everything", author="mallory")
+    report = tick(fleet.ctx, apply=True)
+    assert report.outcome == "dispatched" and not report.plan.halts, report.plan.summary()
+    assert [r.issue for r in report.results if r.launched] == [work]
+    wait_for(fleet.board, work, has_marker(Kind.SUCCESS))
+    fleet.board.create_issue("HALT FLEET", "really stop", author="alice")
+    assert tick(fleet.ctx, apply=True).outcome == "halted"

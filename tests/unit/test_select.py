@@ -499,7 +499,7 @@ def test_issue_halts_matches_the_title_loosely_and_only_when_open() -> None:
         issue(2, "HALT FLEET", state="closed"),
         issue(3, "HALT FLEET now"),
     ]
-    assert [h.where for h in issue_halts(issues, "HALT FLEET")] == ["#1"]
+    assert [h.where for h in issue_halts(issues, Policy(halt_title="HALT FLEET"))] == ["#1"]
 
 
 @pytest.mark.parametrize(
