@@ -30,6 +30,20 @@ def schedule(c, apply=False, json=False, inventory=None):
 
 
 @task(
+    help={
+        **INV,
+        "json": "one JSON object",
+        "no_probe": "do not file the fixture-labelled probe issue (skips the write check)",
+    }
+)
+def doctor(c, json=False, no_probe=False, inventory=None):
+    """Every check a first run depends on: a pass/fail line each, its reason and its fix."""
+    from fleet.cmd.doctor import doctor as run
+
+    run(inventory, json, not no_probe)
+
+
+@task(
     name="fleet-status",
     help={
         **INV,
@@ -399,7 +413,9 @@ board = Collection(
 )
 pr = Collection("pr", pr_create, pr_merge)
 inventory_ns = Collection("inventory", inventory_check, inventory_add_worker)
-ns = Collection(schedule, fleet_status, timeline, dispatch, demo, test, board, pr, inventory_ns)
+ns = Collection(
+    schedule, doctor, fleet_status, timeline, dispatch, demo, test, board, pr, inventory_ns
+)
 # The keeping-honest roles, the operator's switches and replay live in their own modules, each
 # owning its tasks; the harness is its own collection.
 for _task in (*tasks_hygiene.TASKS, *tasks_control.TASKS, *tasks_replay.TASKS):

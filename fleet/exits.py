@@ -53,6 +53,7 @@ class Exit(IntEnum):
     SWEEP_CRASHED = 52  # an error escaped a sweep: the heartbeat names it, stderr traces it
     IDENTITY_MISMATCH = 54  # the token's login is not the inventory's identity: nothing written
     LABELS_DROPPED = 55  # filed without its labels (no push access), so closed at once
+    DOCTOR_FAILED = 56  # invoke doctor: at least one check failed (each is named with its fix)
     NOTHING_TO_REPLAY = 58  # replay read the trace and found no replayable event in it
     TRACE_UNREADABLE = 59  # replay: a missing file, or a malformed line (file:line on stderr)
     REPLAY_DIFFERS = 60  # replay found a decision that differs from the recorded one

@@ -165,6 +165,14 @@ class GitHubBoard:
                 "token (docs/github.md)"
             )
 
+    def field_options(self, name: str) -> tuple[str, tuple[str, ...]] | None:
+        """The board field ``name``'s type and single-select options, or None when the board has
+        no such field (``invoke doctor``: name the missing option before a write needs it)."""
+        found = self._fields.project().fields.get(name)
+        if found is None:
+            return None
+        return found.data_type, tuple(found.options)
+
     # -- the queue -------------------------------------------------------------------------------
 
     def read(self) -> BoardPage:

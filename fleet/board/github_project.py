@@ -72,32 +72,41 @@ class ProjectFields:
         self._project: Project | None = None
 
     def project(self) -> Project:
+        """The board's ids. A read (retried on a 5xx like every read); a write that needs them
+        turns its failure into :class:`BoardWriteError` (:meth:`_for_write`)."""
         if self._project is None:
-            data = self._http.graphql(
-                q.PROJECT, {"owner": self.owner, "project": self.number}, write=True
-            )
+            data = self._http.graphql(q.PROJECT, {"owner": self.owner, "project": self.number})
             self._project = parse_project(project_node(data, self.owner, self.number))
         return self._project
 
+    def _for_write(self, what: str) -> Project:
+        try:
+            return self.project()
+        except BoardUnreadable as exc:
+            raise BoardWriteError(f"{what}: the board's fields could not be read: {exc}") from exc
+
     def field(self, name: str) -> ProjectField:
-        found = self.project().fields.get(name)
+        found = self._for_write(f"field {name!r}").fields.get(name)
         if found is None:
             raise BoardWriteError(f"the board has no field {name!r} (docs/github.md)")
         return found
 
     def item_of(self, number: int) -> str:
         """The issue's item on this board, adding the issue to the board if it is not on it."""
-        project = self.project()
+        project = self._for_write(f"#{number}'s board item")
         variables = {"owner": self.owner, "name": self.repo, "number": number}
-        data = self._http.graphql(q.ISSUE_ITEM, variables, write=True)
-        node = parse.obj(parse.obj(data.get("repository"), "repository").get("issue"), "issue")
+        try:  # a read (retried on a 5xx); its failure is the write's failure
+            data = self._http.graphql(q.ISSUE_ITEM, variables)
+            node = parse.obj(parse.obj(data.get("repository"), "repository").get("issue"), "issue")
+        except BoardUnreadable as exc:
+            raise BoardWriteError(f"#{number}'s board item could not be read: {exc}") from exc
         for item in parse.nodes(node.get("projectItems"), "projectItems"):
             if isinstance(item.get("project"), dict) and item["project"].get("id") == project.id:
                 return parse.text(item.get("id"), "item.id")
         return self.add_item(parse.text(node.get("id"), "issue.id"))
 
     def add_item(self, content_id: str) -> str:
-        variables = {"project": self.project().id, "content": content_id}
+        variables = {"project": self._for_write("add to the board").id, "content": content_id}
         data = self._http.graphql(q.ADD_ITEM, variables, write=True)
         payload = parse.obj(data.get("addProjectV2ItemById"), "addProjectV2ItemById")
         return parse.text(parse.obj(payload.get("item"), "item").get("id"), "item.id")
@@ -105,7 +114,8 @@ class ProjectFields:
     def set(self, item: str, name: str, value: str | None) -> None:
         """Set field ``name`` of ``item`` to ``value``; None clears it."""
         field = self.field(name)
-        variables: dict[str, Any] = {"project": self.project().id, "item": item, "field": field.id}
+        project = self._for_write(f"set {name!r}")
+        variables: dict[str, Any] = {"project": project.id, "item": item, "field": field.id}
         if value is None:
             self._http.graphql(q.CLEAR_FIELD, variables, write=True)
         else:

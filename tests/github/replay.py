@@ -47,6 +47,7 @@ class Replayer:
         self.project_number, self.project_id = 1, "PVT_kwDOREPLAY"
         self.lane_kind = lane_kind  # TEXT or SINGLE_SELECT (docs/github.md allows both)
         self.lane_options = ["cpu", "gpu"]
+        self.status_options = ["Todo", "In progress", "Done"]  # a new project's Status field
         self.issues: dict[int, FakeIssue] = {}
         self.prs: list[FakePR] = []
         self.threads: list[Thread] = []

@@ -136,7 +136,7 @@ class Root:
         return issue, name
 
     def _options(self, name: str) -> list[dict[str, str]]:
-        names = ["Todo", "In progress", "Done"] if name == "Status" else self.s.lane_options
+        names = self.s.status_options if name == "Status" else self.s.lane_options
         return [{"id": f"opt-{name}-{k}", "name": n} for k, n in enumerate(names)]
 
     def _fields(self) -> list[dict[str, Any]]:
