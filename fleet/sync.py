@@ -65,6 +65,20 @@ def origin_check(accept: AcceptedOrigins) -> str:
     )
 
 
+# A ``git worktree add`` killed midway (SIGKILL: git's own signal handler cleans up after a
+# SIGTERM) leaves its admin entry locked with git's reason "initializing", sometimes with the
+# placeholder all-zero HEAD git writes first — and then every fetch in the clone fails ("bad object
+# worktrees/<name>/HEAD"), while ``git worktree prune`` skips locked entries. Only under the clone
+# lock (no add of ours can be running) is such an entry known to be dead: it is removed, then
+# pruned, and the sync says so on stderr.
+PRUNE_INTERRUPTED = (
+    'if [ -n "$fleet_locked" ]; then for l in "$(git rev-parse --git-common-dir)"/worktrees/*/locked; '
+    'do [ -f "$l" ] && [ "$(cat -- "$l")" = initializing ] || continue; '
+    'echo "fleet-sync: removing an interrupted worktree add: ${l%/locked}" >&2; '
+    'rm -rf -- "${l%/locked}"; done; git worktree prune >/dev/null 2>&1; fi; '
+)
+
+
 def sync_command(
     clone: str,
     *,
@@ -96,8 +110,9 @@ def sync_command(
     # clone or stash the same checkout at once break each other. No flock: proceed, and say so (D5).
     # The braces keep ``2>/dev/null`` to the exec: on exec itself it would silence every warning.
     serialise = (
+        f"fleet_locked=''; "
         f'mkdir -p -- "$(dirname -- {lock})" 2>/dev/null; {{ exec 9>>{lock}; }} 2>/dev/null; '
-        f"if command -v flock >/dev/null 2>&1; then flock -w {CLONE_LOCK_WAIT_S} 9 || "
+        f"if command -v flock >/dev/null 2>&1; then flock -w {CLONE_LOCK_WAIT_S} 9 && fleet_locked=1 || "
         f"echo 'fleet-sync: warning: clone lock '{lock}' not taken; syncing anyway' >&2; "
         "else echo 'fleet-sync: warning: no flock here; syncing without the clone lock' >&2; fi; "
     )
@@ -107,6 +122,7 @@ def sync_command(
         + f"if ! git -C {c} rev-parse --git-dir >/dev/null 2>&1; then {create}; fi; "
         f"cd {c} || {{ {fail} 'cannot enter clone'; exit 0; }}; "
         + origin_check(accept)
+        + PRUNE_INTERRUPTED
         + "stashed=''; "
         'if [ -n "$(git status --porcelain 2>/dev/null)" ]; then '
         f"git stash push -u -q -m {msg} >/dev/null 2>&1 && stashed=1 || "

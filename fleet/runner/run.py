@@ -65,6 +65,8 @@ class Runner:
     signal_name: str | None = None
     started_at: datetime | None = None  # step 2, this worker's clock: the capacity file's clock
     start_posted: bool = False  # step 4 done: a death after it is the board's to see, not ours
+    _deferred: bool = False  # inside step 5: a signal is recorded, acted on when git returns
+    worktree: Worktree | None = None  # step 5's workspace, released by the close-out's finally
     _agent: subprocess.Popen[bytes] | None = None
 
     # -- small helpers ---------------------------------------------------------------------------
@@ -88,8 +90,28 @@ class Runner:
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         if self.signal_name is None:
             self.signal_name = signal.Signals(signum).name
+            if self._deferred:  # step 5: unwinding now would SIGKILL git mid-add (see _workspace)
+                self.say(f"{self.signal_name} during step 5; stopping once the worktree is made")
+                return
             self._stop_agent(signal.SIGTERM)
             raise _Signalled()
+
+    def _workspace(self) -> Worktree:
+        """Step 5, safe to interrupt: a signal that arrives while ``git worktree add`` runs is held
+        until it returns. Unwinding mid-call would kill git with SIGKILL (subprocess.run does, on
+        any exception), which leaves the worktree entry locked "initializing", perhaps with a
+        placeholder HEAD that breaks every later fetch in the clone. Git's own SIGTERM handler
+        cleans up after itself, so a signal sent to git too is safe as well."""
+        self._deferred = True
+        try:
+            self.worktree = make_worktree(self.worker, self.inventory, self.issue, self.run_id)
+        finally:
+            self._deferred = False
+        for line in self.worktree.pruned:
+            self.say(line)
+        if self.signal_name is not None:
+            raise _Signalled()
+        return self.worktree
 
     def _stop_agent(self, sig: int) -> None:
         p = self._agent
@@ -143,7 +165,7 @@ class Runner:
                 # named as such, never a crash that leaves the start marker alone (D12)
                 self.run_dir.mkdir(parents=True, exist_ok=True)
                 if failure is None:
-                    wt = make_worktree(self.worker, self.inventory, self.issue, self.run_id)  # 5
+                    wt = self._workspace()  # 5
             except (WorktreeError, OSError) as exc:
                 failure = f"workspace broken: {exc}"
             if wt is not None and issue is not None:
@@ -156,6 +178,7 @@ class Runner:
             code = self._close_out(
                 run_started_at, retries, log, results, exit_code, timed_out, failure
             )
+            wt = wt or self.worktree  # made, then a held signal unwound before the assignment
             if wt is not None:
                 kept = release_worktree(wt)
                 if kept:

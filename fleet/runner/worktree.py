@@ -18,6 +18,7 @@ from pathlib import Path
 from fleet.flock import exclusive
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.origin import foreign, target_origins
+from fleet.runner.interrupted import prune_interrupted
 from fleet.sync import clone_lock_path
 
 # Bounds one git step on a local clone; a fetch of a large repo is the slowest we run.
@@ -33,6 +34,9 @@ class Worktree:
     clone: Path
     path: Path
     base: str  # the origin/main commit it is detached at
+    pruned: tuple[
+        str, ...
+    ] = ()  # interrupted adds removed before this one (fleet.runner.interrupted)
 
 
 def _git(*args: str, cwd: Path | None = None) -> str:
@@ -75,9 +79,10 @@ def _make(clone: Path, worker: WorkerConfig, inv: Inventory, issue: int, run_id:
         clone.parent.mkdir(parents=True, exist_ok=True)
         _git("clone", "-q", "--", str(origin), str(clone))
     _check_origin(clone, inv)
+    root = Path(os.path.realpath(os.path.expanduser(worker.state_dir))) / "worktrees"
+    pruned = prune_interrupted(clone, root)  # under the clone lock: no add of ours is running
     _git("fetch", "-q", "origin", cwd=clone)
     base = _git("rev-parse", "--verify", "origin/main", cwd=clone)
-    root = Path(os.path.realpath(os.path.expanduser(worker.state_dir))) / "worktrees"
     root.mkdir(parents=True, exist_ok=True)
     path = root / f"{issue}-{run_id}"
     _git("worktree", "add", "--detach", "-q", str(path), base, cwd=clone)  # detached (D10.1)
@@ -86,7 +91,7 @@ def _make(clone: Path, worker: WorkerConfig, inv: Inventory, issue: int, run_id:
     head = _git("rev-parse", "HEAD", cwd=path)
     if Path(top) != path or head != base:
         raise WorktreeError(f"worktree {path} did not verify (toplevel {top}, HEAD {head})")
-    return Worktree(clone, path, base)
+    return Worktree(clone, path, base, tuple(pruned))
 
 
 def _check_origin(clone: Path, inv: Inventory) -> None:
