@@ -19,7 +19,8 @@ the ``{response, stats, error?}`` object of ``gemini -p --output-format json``; 
 A ``demo:<mode>`` label on the issue selects a fault, each one a real-world failure the runner must
 name distinctly (D20): ``rate-limit``, ``rate-limit-unknown``, ``revoked``, ``transient`` (no
 envelope: failed before the first turn, D7), ``crash``, ``hang`` (with a child process, so a
-tree-kill can be observed, D3), ``no-op``, ``pr-open``, ``blocker``, ``garbled``, and the two
+tree-kill can be observed, D3), ``wait-go`` (a long run that succeeds once its issue is labelled
+``demo:go``: runs that overlap and end out of order), ``no-op``, ``pr-open``, ``blocker``, ``garbled``, and the two
 attacks of a model's own words: ``inject-revoked`` and ``inject-limit`` (a final message carrying a
 revocation or limit text, exit 0). Every mode exists for every kind; where a CLI documents no text
 for a failure (a Codex or Gemini limit), the stand-in prints words marked as its own.
@@ -282,6 +283,20 @@ def _hang(run: Run) -> int:
     return 1
 
 
+def _wait_go(run: Run) -> int:
+    """A long run that ends cleanly when told: it polls its issue for the ``demo:go`` label (the
+    test's hand on the run's length, never a sleep it guesses), then does the default work. Bounded
+    by ``HANG_S`` like ``hang``."""
+    _chatter(run)
+    end = time.monotonic() + HANG_S
+    while time.monotonic() < end:
+        issue = run.board.issue(run.number)
+        if issue is not None and GO_LABEL in issue.labels:
+            return _default(run)
+        time.sleep(WAIT_POLL_S)
+    return 1
+
+
 def _blocker(run: Run) -> int:
     _chatter(run)
     needs = list(run.issue.open_blockers)
@@ -322,6 +337,7 @@ MODES: dict[str, Callable[[Run], int]] = {
     "transient": _transient,
     "crash": _crash,
     "hang": _hang,
+    "wait-go": _wait_go,
     "blocker": _blocker,
     "garbled": _garbled,
     "inject-revoked": lambda run: _inject(run, "Invalid API key · Please run /login"),
@@ -330,6 +346,8 @@ MODES: dict[str, Callable[[Run], int]] = {
 
 
 ONCE_LABEL = "demo:once"  # the fault fires on the first run only; later runs do the work
+GO_LABEL = "demo:go"  # ends a wait-go run: it then does the default work
+WAIT_POLL_S = 0.5  # how often wait-go reads its issue (one SQLite read; the board is local)
 
 
 def _ran_before(issue: Issue) -> bool:
