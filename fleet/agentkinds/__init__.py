@@ -9,6 +9,7 @@ same D7 retry gate, D8 capacity file, D16 zero-turn rule and D17 results file.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ ADAPTERS: dict[AgentKind, Adapter] = {
 
 # The stand-in agent speaks a kind given by ``--kind`` (default claude, today's envelope).
 _DEMO = "fleet.agents.demo"
+_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _WRAPPERS = frozenset({"env", "exec", "nice", "nohup", "timeout", "stdbuf", "npx"})
 
 
@@ -60,7 +62,14 @@ def detect_kind(command: str) -> tuple[AgentKind, str | None]:
     if _DEMO in words:
         return _demo_kind(words), None
     program = next(
-        (w for w in words if "=" not in w and not w.startswith("-") and w not in _WRAPPERS),
+        (
+            w
+            for w in words
+            if "=" not in w
+            and not w.startswith("-")
+            and w not in _WRAPPERS
+            and not _DURATION.fullmatch(w)  # `timeout 3000 claude`, `nice 10 …`
+        ),
         "",
     )
     name = os.path.basename(program)
