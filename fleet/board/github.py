@@ -508,7 +508,7 @@ class GitHubBoard:
         return self._forge.ci_status()
 
     def unread_mentions(self, number: int) -> tuple[Mention, ...]:
-        return self._forge.unread_mentions(number)
+        return self._forge.unread_mentions(number, self.identity)
 
     def mark_mentions_read(self, ids: Sequence[int]) -> None:
         self._forge.mark_mentions_read(ids)

@@ -1,5 +1,5 @@
 """The forge half of the GitHub board: closing pull requests (D2, D16), CI on main (check 7), and
-mentions (D19). Split from ``github.py`` so each module reads in one sitting.
+mentions (D19, read from the issue's comments: ``fleet/mentions.py``). Split from ``github.py`` so each module reads in one sitting.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from fleet.board import github_parse as parse
 from fleet.board import github_queries as q
 from fleet.board.base import BoardError, BoardUnreadable
 from fleet.board.github_http import GitHubHTTP
+from fleet.mentions import select as select_mentions
 from fleet.model import CIState, Mention, PullRequest
 
 # Check runs of main read per call: 10 pages of 100 (GitHub's maximum per_page; its default is 30,
 # so an unpaged read missed the 31st run). Past it CI is UNKNOWN, never green on a partial read.
 CHECK_RUNS_PER_PAGE = 100
 MAX_CHECK_RUN_PAGES = 10
-MAX_NOTIFICATION_PAGES = 5  # unread participating threads read per call: 250 at 50 a page
-NOTIFICATIONS_PER_PAGE = 50  # GitHub's maximum per_page for notifications
+SEEN_REACTION = "eyes"  # REST's name for the reaction that records "injected into a brief" (D19)
 # Check-run conclusions that make main red, and those that are green. GitHub's branch protection
 # counts success, neutral and skipped as passing; anything else (cancelled, action_required, stale —
 # a run GitHub gave up on after 14 days incomplete — or still running) leaves CI UNKNOWN, which
@@ -53,26 +53,8 @@ def ci_state(combined: dict[str, Any], runs: Sequence[Any]) -> CIState:
     return CIState.UNKNOWN
 
 
-def mention_thread(thread: Any, full_name: str, number: int) -> dict[str, Any] | None:
-    """The thread if it is an unread-able mention of issue ``number`` in ``full_name``. Pure."""
-    if not isinstance(thread, dict) or thread.get("reason") != "mention":
-        return None
-    subject = thread.get("subject")
-    repo = thread.get("repository")
-    if not isinstance(subject, dict) or not isinstance(repo, dict):
-        return None
-    if (
-        str(repo.get("full_name", "")).lower() != full_name.lower()
-        or subject.get("type") != "Issue"
-        or not str(subject.get("url", "")).endswith(f"/issues/{number}")
-        or not str(thread.get("id", "")).isdigit()
-    ):
-        return None
-    return thread
-
-
 class GitHubForge:
-    """Pull requests, CI and notifications of one repository."""
+    """Pull requests, CI and mentions of one repository."""
 
     def __init__(self, http: GitHubHTTP, owner: str, repo: str) -> None:
         self._http = http
@@ -129,45 +111,32 @@ class GitHubForge:
             f"check runs: more than {MAX_CHECK_RUN_PAGES * CHECK_RUNS_PER_PAGE}; not all read"
         )
 
-    def unread_mentions(self, number: int) -> tuple[Mention, ...]:
-        """Unread participating threads whose reason is ``mention``, on this issue (D19)."""
-        found: list[Mention] = []
-        for page in range(1, MAX_NOTIFICATION_PAGES + 1):
-            params = {"participating": "true", "all": "false",
-                      "per_page": str(NOTIFICATIONS_PER_PAGE), "page": str(page)}  # fmt: skip
-            got = self._http.rest("GET", "/notifications", write=False, params=params)
-            threads = parse.seq(got, "notifications")
-            for thread in threads:
-                if (hit := mention_thread(thread, self.full_name, number)) is not None:
-                    found.append(self._mention(hit, number))
-            if len(threads) < NOTIFICATIONS_PER_PAGE:
-                break
-        return tuple(sorted(found, key=lambda m: (m.created_at, m.id)))
-
-    def _mention(self, thread: dict[str, Any], number: int) -> Mention:
-        subject = thread["subject"]
-        source: Any = None
-        url = subject.get("latest_comment_url") or subject.get("url")
-        if isinstance(url, str) and self._http.owns(url):  # the token goes to our API host only
-            source = self._http.rest("GET", url, write=False)
-        source = source if isinstance(source, dict) else {}
-        return Mention(
-            id=int(thread["id"]),
-            issue=number,
-            author=parse.login(source.get("user")),
-            body=str(source.get("body") or subject.get("title") or ""),
-            created_at=parse.when(
-                source.get("created_at") or thread.get("updated_at"), "mention.created_at"
-            ),
-            read=thread.get("unread") is False,
-            # REST's author_association (trust.py); absent = unknown, which trusts nobody by it.
-            association=source.get("author_association")
-            if isinstance(source.get("author_association"), str)
-            else None,
+    def unread_mentions(self, number: int, identity: str) -> tuple[Mention, ...]:
+        """The issue's comments that mention ``identity`` and carry no 👀 of the token's user —
+        the fleet's record that a brief already carried them (D19, at-least-once: the reaction is
+        added only after injection, so a crash before it leaves the mention for the next run).
+        The last 100 comments are read, in one document (1 point)."""
+        data = self._http.graphql(
+            q.MENTIONS, {"owner": self.owner, "name": self.repo, "number": number}
         )
+        node = parse.obj(parse.obj(data.get("repository"), "repository").get("issue"), "issue")
+        nodes = parse.nodes(node.get("comments"), f"#{number}.comments")
+        seen = {n.get("databaseId") for n in nodes if _reacted(n.get("reactionGroups"))}
+        return select_mentions(number, parse.comments(nodes, f"#{number}.comments"), identity,
+                               seen)  # fmt: skip
 
     def mark_mentions_read(self, ids: Sequence[int]) -> None:
-        """Called only after the mentions are in the brief: at-least-once delivery (D19)."""
-        for tid in ids:
-            self._http.rest("PATCH", f"/notifications/threads/{int(tid)}", write=True,
-                            ok=(205, 200, 204))  # fmt: skip
+        """Called only after the mentions are in the brief (D19): a 👀 reaction on each comment,
+        visible to the human who wrote it, and the record the next run reads. Reacting twice is
+        answered 200 and changes nothing."""
+        for cid in ids:
+            self._http.rest("POST", f"/repos/{self.full_name}/issues/comments/{int(cid)}/reactions",
+                            write=True, json={"content": SEEN_REACTION}, ok=(200, 201))  # fmt: skip
+
+
+def _reacted(groups: Any) -> bool:
+    """Whether the token's user left the 👀 reaction (GraphQL's ``EYES``) on a comment."""
+    return isinstance(groups, list) and any(
+        isinstance(g, dict) and g.get("content") == "EYES" and g.get("viewerHasReacted") is True
+        for g in groups
+    )

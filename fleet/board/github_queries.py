@@ -206,6 +206,25 @@ query ClosingPullRequests($owner: String!, $name: String!, $number: Int!) {{
 }}
 """
 
+# D19: the issue's last comments with whether the token's user reacted 👀 to each: the fleet's
+# record of which mentions it already injected into a brief (#11 item 2). ``reactionGroups`` is a
+# list, not a connection: the document costs 1 point.
+MENTIONS = f"""
+query Mentions($owner: String!, $name: String!, $number: Int!) {{
+  {_RATE}
+  repository(owner: $owner, name: $name) {{
+    issue(number: $number) {{
+      comments(last: {MAX_PAGE}) {{
+        nodes {{
+          databaseId author {{ login }} authorAssociation body createdAt
+          reactionGroups {{ content viewerHasReacted }}
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+
 # The board's own ids (project, fields, single-select options): configuration, not queue state.
 PROJECT = f"""
 query Project($owner: String!, $project: Int!) {{
@@ -281,6 +300,7 @@ DOCUMENTS: dict[str, str] = {
     "PROJECT": PROJECT,
     "ISSUE_ITEM": ISSUE_ITEM,
     "VIEWER": VIEWER,
+    "MENTIONS": MENTIONS,
     "ADD_ITEM": ADD_ITEM,
     "SET_FIELD": SET_FIELD,
     "CLEAR_FIELD": CLEAR_FIELD,

@@ -13,7 +13,6 @@ Nothing here knows about markers or selection: it stores and returns what it is 
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import sys
 import threading
@@ -35,6 +34,7 @@ from fleet.board.local_schema import (
     load_issues,
     unread_mentions,
 )
+from fleet.mentions import pattern as mention_pattern
 from fleet.model import (
     CIState,
     Comment,
@@ -74,7 +74,7 @@ class LocalBoard:
         self._lock = threading.RLock()  # one connection, serialised across this process's threads
         self._statements = 0
         # A mention is "@identity" not glued to a word, an email or a team ("@fleet/ops").
-        self._mention = re.compile(rf"(?<![\w@.]){'@' + re.escape(identity)}(?![\w/-])", re.I)
+        self._mention = mention_pattern(identity)
         try:
             self._conn = connect(self.path)
         except sqlite3.Error as exc:

@@ -158,6 +158,30 @@ def test_mentions_go_from_unread_to_read(board: Board, forge: Forge) -> None:
     assert board.unread_mentions(n) == ()
 
 
+def test_each_mention_is_delivered_once_whatever_comes_after_it(board: Board, forge: Forge) -> None:
+    """GitHub keeps ONE notification thread per issue whose latest comment may be the fleet's own
+    marker: several mentions and a later non-mention comment must still read as each mention,
+    with its own words and author; one posted after the injection comes with the next run (D19)."""
+    n = board.create_issue("a busy thread")
+    forge.comment_as(n, f"@{board.identity} first: also update the docs", "alice")
+    forge.comment_as(n, f"and @{board.identity.upper()} second: keep the API", "bob")
+    forge.comment_as(n, "unrelated chatter", "carol")
+    board.comment(n, "▶ fleet:start run=r1")  # the fleet's own latest activity
+    unread = board.unread_mentions(n)
+    assert [(m.author, m.body) for m in unread] == [
+        ("alice", f"@{board.identity} first: also update the docs"),
+        ("bob", f"and @{board.identity.upper()} second: keep the API"),
+    ]
+    board.mark_mentions_read([m.id for m in unread])
+    forge.comment_as(n, f"@{board.identity} third, after the brief was written", "alice")
+    board.comment(n, "✔ fleet:success run=r1")
+    (later,) = board.unread_mentions(n)
+    assert later.body.endswith("third, after the brief was written")
+    board.mark_mentions_read([later.id])
+    board.mark_mentions_read([later.id])  # twice changes nothing
+    assert board.unread_mentions(n) == ()
+
+
 def test_ci_status_reads_what_was_set(board: Board, forge: Forge) -> None:
     forge.set_ci(CIState.RED)
     assert board.ci_status() is CIState.RED

@@ -85,12 +85,17 @@ class Replayer:
                       association: str = "MEMBER") -> int:  # fmt: skip
         """A comment by someone else, with their authorAssociation (GitHub's CommentAuthorAssociation:
         OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, FIRST_TIMER, MANNEQUIN,
-        NONE); a mention of our login becomes an unread thread (D19)."""
+        NONE). A mention of our login subscribes us to the issue's ONE notification thread; any
+        later comment by someone else makes that thread unread again (GitHub's thread semantics)."""
         cid = 5_000_000 + next(self._ids)
         self.issues[number].comments.append({"id": cid, "author": author, "body": body,
-                                             "at": self.tick(), "association": association})  # fmt: skip
-        if re.search(rf"(?<![\w@])@{re.escape(self.login)}(?![\w-])", body):
-            self.threads.append(Thread(9_000 + next(self._ids), number, cid))
+                                             "at": self.tick(), "association": association,
+                                             "reactions": []})  # fmt: skip
+        thread = next((t for t in self.threads if t.issue == number), None)
+        if thread is not None:
+            thread.unread = True
+        elif re.search(rf"(?<![\w@.])@{re.escape(self.login)}(?![\w/-])", body, re.IGNORECASE):
+            self.threads.append(Thread(9_000 + next(self._ids), number))
         return cid
 
     def open_pr(self, body: str, *, repository: str | None = None, created_at: datetime | None = None,
@@ -188,6 +193,7 @@ class Replayer:
             ("GET", rf"{base}/commits/([^/]+)/check-runs", self._check_runs),
             ("GET", r"/notifications", self._notifications),
             ("PATCH", r"/notifications/threads/(\d+)", self._read_thread),
+            ("POST", rf"{base}/issues/comments/(\d+)/reactions", self._react),
         ]
         for method, pattern, handler in routes:
             hit = re.fullmatch(pattern, path)
@@ -266,7 +272,7 @@ class Replayer:
 
     def _post_comment(self, n: int, *, body: Any, **_: Any) -> httpx.Response:
         c = {"id": 4_000_000 + next(self._ids), "author": self.token_login, "body": body["body"],
-             "at": self.tick(), "association": "MEMBER"}  # fmt: skip
+             "at": self.tick(), "association": "MEMBER", "reactions": []}  # fmt: skip
         self.issues[n].comments.append(c)
         return self._send(201, self.comment_json(n, c))
 
@@ -382,16 +388,28 @@ class Replayer:
             issue = self.issues[t.issue]
             thread = copy.deepcopy(template)
             thread["repository"].update({"name": self.repo, "full_name": self.full_name})
-            thread.update({"id": str(t.id), "unread": t.unread, "reason": "mention",
+            thread.update({"id": str(t.id), "unread": t.unread, "reason": t.reason,
                            "updated_at": stamp(self._now),
                            "url": f"{API}/notifications/threads/{t.id}"})  # fmt: skip
             thread["subject"] = {
                 "title": issue.title, "type": "Issue",
                 "url": f"{API}/repos/{self.full_name}/issues/{issue.number}",
-                "latest_comment_url": f"{API}/repos/{self.full_name}/issues/comments/{t.comment_id}",
+                "latest_comment_url":
+                    f"{API}/repos/{self.full_name}/issues/comments/{issue.comments[-1]['id']}",
             }  # fmt: skip
             out.append(thread)
         return self._send(200, out)
+
+    def _react(self, cid: int, *, body: Any, **_: Any) -> httpx.Response:
+        """201 for a new reaction, 200 when the user already left that one (REST "Reactions")."""
+        (c,) = [c for i in self.issues.values() for c in i.comments if c["id"] == cid]
+        mine = (self.token_login, body["content"])
+        fresh = mine not in c.setdefault("reactions", [])
+        if fresh:
+            c["reactions"].append(mine)
+        out = copy.deepcopy(fixture("rest_reaction")["body"])
+        out.update({"content": body["content"], "user": self._user(self.token_login)})
+        return self._send(201 if fresh else 200, out)
 
     def _read_thread(self, tid: int, **_: Any) -> httpx.Response:
         (thread,) = [t for t in self.threads if t.id == tid]

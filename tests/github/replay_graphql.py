@@ -20,6 +20,11 @@ _TIMELINE = {"CLOSED_EVENT": "ClosedEvent", "REOPENED_EVENT": "ReopenedEvent",
              "LABELED_EVENT": "LabeledEvent", "UNLABELED_EVENT": "UnlabeledEvent"}  # fmt: skip
 
 
+# REST's reaction names -> GraphQL's ReactionContent
+_REACTIONS = {"+1": "THUMBS_UP", "-1": "THUMBS_DOWN", "laugh": "LAUGH", "hooray": "HOORAY",
+              "confused": "CONFUSED", "heart": "HEART", "rocket": "ROCKET", "eyes": "EYES"}  # fmt: skip
+
+
 def github_error(error: GraphQLError) -> dict[str, Any]:
     """graphql-core's error in GitHub's envelope: ``type`` at the top level, no ``extensions``."""
     out = error.formatted
@@ -209,6 +214,7 @@ class Root:
             "comments": connection(lambda **_: [
                 {"databaseId": c["id"], "author": self._actor(c["author"]), "body": c["body"],
                  "authorAssociation": c.get("association", "MEMBER"),
+                 "reactionGroups": self._reactions(c),
                  "createdAt": _ts(c["at"])} for c in i.comments]),
             "timelineItems": connection(lambda itemTypes=(), **_: [
                 self._event(e) for e in i.events
@@ -220,6 +226,13 @@ class Root:
                 self._pr(p) for p in s.prs if i.number in p.closes
                 and (includeClosedPrs or p.state != "CLOSED")]),
         }  # fmt: skip
+
+    def _reactions(self, c: dict[str, Any]) -> list[dict[str, Any]]:
+        """GitHub answers a group for every reaction content, each saying whether the viewer (the
+        token's user) reacted with it."""
+        mine = {content for who, content in c.get("reactions", ()) if who == self.s.token_login}
+        return [{"content": name, "viewerHasReacted": rest in mine}
+                for rest, name in _REACTIONS.items()]  # fmt: skip
 
     def _ref(self, i: FakeIssue) -> dict[str, Any]:
         return {"__typename": "Issue", "number": i.number, "state": i.state.upper(),

@@ -72,7 +72,12 @@ class FakePR:
 
 @dataclass
 class Thread:
+    """A notification thread: GitHub keeps ONE per issue for a user. Its ``reason`` is why the
+    user was first subscribed (here ``mention``) and stays so; every later comment by someone
+    else makes it unread again; ``latest_comment_url`` names the issue's latest comment, whoever
+    wrote it (rest_notifications.json's notes)."""
+
     id: int
     issue: int
-    comment_id: int
+    reason: str = "mention"
     unread: bool = True
