@@ -482,3 +482,46 @@ def test_add_worker_reports_an_existing_error_where_it_is(tmp_path: Path) -> Non
         add_worker(path, {"name": "a"})
     assert (caught.value.line, caught.value.column) == (2, 3)
     assert "in the worker being added" not in caught.value.message
+
+
+# -- agent_kind (docs/agents.md) ------------------------------------------------------------------
+
+
+def test_agent_kind_is_detected_from_the_agent_command_or_taken_as_written() -> None:
+    inv = loads(
+        doc(
+            """
+            workers:
+              - name: a
+                agent: codex exec --json -
+              - name: b
+                agent: ./wrap-claude.sh
+                agent_kind: claude
+              - name: c
+            """
+        ),
+        "inv.yaml",
+    )
+    assert [w.agent_kind.value for w in inv.workers] == ["codex", "claude", "claude"]
+    assert inv.warnings == ()  # the demo default and the named kinds need no warning
+
+
+def test_an_unknown_program_runs_as_plain_with_a_positioned_warning() -> None:
+    inv = loads(doc("workers:\n  - name: a\n    agent: aider --yes-always\n"), "inv.yaml")
+    assert inv.workers[0].agent_kind.value == "plain"
+    (warning,) = inv.warnings
+    assert warning.startswith("inv.yaml:3:12: workers[0].agent") and "agent_kind" in warning
+
+
+def test_a_misspelt_agent_kind_is_a_positioned_error() -> None:
+    err = error("workers:\n  - name: a\n    agent_kind: claud\n")
+    assert (err.line, err.column) == (3, 17)
+    assert "claude, codex, gemini, plain" in err.message
+
+
+def test_capacity_cap_is_a_positive_integer() -> None:
+    assert (
+        loads(doc("policy:\n  capacity_cap: 5\nworkers:\n  - name: a\n")).policy.capacity_cap == 5
+    )
+    err = error("policy:\n  capacity_cap: 0\nworkers:\n  - name: a\n")
+    assert (err.line, "capacity_cap") == (2, "capacity_cap") and "positive integer" in err.message
