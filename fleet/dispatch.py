@@ -42,6 +42,7 @@ from fleet.origin import target_origins
 from fleet.runner.capacity import describe
 from fleet.runner.prestart import STATE_DIR_ENV
 from fleet.select import (
+    CAPACITY_LOOP,
     choose_worker,
     fresh_hold,
     halt_line,
@@ -161,7 +162,8 @@ def _the_issue(ctx: FleetContext, number: int, dry_run: bool, *, recheck: bool =
     held = fresh_hold(issue, ctx.inventory.policy, ctx.clock()) if recheck else None
     if held is not None:  # not a pre-flight check of the seed's: named by predicate and code
         reason = f"predicate {held.predicate} ({held.state}) on the fresh read: {held.reason}"
-        raise _Refused(None, _HOLD_CODES[held.predicate], reason)
+        code = Exit.CAPACITY_LOOP if held.state == CAPACITY_LOOP else _HOLD_CODES[held.predicate]
+        raise _Refused(None, code, reason)
     return issue
 
 

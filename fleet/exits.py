@@ -36,6 +36,7 @@ class Exit(IntEnum):
     EXHAUSTED = 36  # predicate 7: the attempt budget is spent
     MARKER_PARKED = 37  # predicate 8: a hold latch, or a retry parked until a later time
     UNAPPROVED = 38  # predicate 12: an untrusted author's issue no trusted person approved
+    CAPACITY_LOOP = 39  # predicate 7: the issue's capacity outcomes reached policy.capacity_cap
     HELD_LIVE = 41  # check 10: same worker, the unit is live
     HELD_FINISHED = 42  # check 10: the name is held by a finished unit still unloading
     SUPERVISOR_FAILED = 43  # check 10: the supervisor failed, not a collision

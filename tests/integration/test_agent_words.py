@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.exits import RunExit
+from fleet.dispatch import Request, dispatch_batch
+from fleet.exits import Exit, RunExit
 from fleet.markers import Kind, history
 from fleet.observe import snapshot
 from fleet.runner.capacity import capacity_path, read_capacity
@@ -59,3 +60,6 @@ def test_a_final_message_in_the_limit_form_is_dark_unknown_and_bounded_per_issue
         (waiting,) = [w for w in plan.waiting if w.issue == n]
         assert waiting.state == CAPACITY_LOOP  # ... and bounded on their own
         assert n not in [d.issue for d in plan.dispatch]
+        # the sweeper's dispatch re-asks it of its fresh read (D15), under its own exit code
+        (r,) = dispatch_batch(f.ctx, [Request(n, "w1")])
+        assert not r.launched and r.code is Exit.CAPACITY_LOOP, r.line()
