@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from fleet.authority import sort_mentions
 from fleet.board.github import MAX_COMMENT_PAGES, GitHubBoard
 from fleet.board.github_queries import MAX_PAGE
 from fleet.markers import Kind, history, render
@@ -137,3 +138,20 @@ def test_an_issue_past_the_paging_bound_alone_is_unreadable(
     assert w is not None and (w.predicate, w.state) == (6, "unreadable")
     assert [d.issue for d in plan.dispatch] == [quiet]
     assert MAX_COMMENT_PAGES > 1  # the production bound, restored after the test
+
+
+def test_only_trusted_mentions_survive_the_filter_on_the_boards_own_selection(
+    state: Replayer, board: GitHubBoard
+) -> None:
+    """The board selects mentions from the issue's comments (fleet.mentions); the runner's step 6
+    keeps only trusted authors' (fleet.authority.sort_mentions) — each association GitHub records."""
+    n = board.create_issue("talk")
+    ids = {
+        a: state.human_comment(n, f"u-{a.lower()}", f"@fleet-bot from {a}", a) for a in ASSOCIATIONS
+    }
+    agent = state.human_comment(n, "fleet-agent", "@fleet-bot more attempts please", "OWNER")
+    kept, dropped = sort_mentions(board.unread_mentions(n), POLICY)
+    assert sorted(m.id for m in kept) == sorted(ids[a] for a in ASSOCIATIONS if a in TRUSTED)
+    assert {m.id for m, _ in dropped} == {ids[a] for a in ASSOCIATIONS if a not in TRUSTED} | {
+        agent
+    }
