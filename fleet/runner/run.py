@@ -133,6 +133,7 @@ class Runner:
             "master": self.worker.master or os.environ.get("USER", "-"),
             "unit": f"task-{self.issue}",
             "brief": brief_version(),
+            "agent": self.worker.agent_kind.value,  # which adapter reads this run (docs/agents.md)
         }
         try:
             start_comment = self.post(render(Kind.START, start))  # 4

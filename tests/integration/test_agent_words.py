@@ -33,6 +33,10 @@ def test_a_final_message_saying_invalid_api_key_darkens_nothing(tmp_path: Path) 
         res = run_runner(f, n, "r1")
         assert res.returncode == RunExit.OK, res.stderr
         assert markers(f, n)[-1] is Kind.NO_OP
+        issue = f.board.issue(n)
+        assert issue is not None
+        start = history(issue).last_of(Kind.START)
+        assert start is not None and start.get("agent") == "claude"  # the kind that read the run
         assert read_capacity(capacity_path(Path(worker(f).state_dir))) == (None, None)
 
 
