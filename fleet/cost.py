@@ -20,6 +20,9 @@ from fleet.model import iso, parse_iso
 EVENT = "COST"
 LOG_NAME = "cost.jsonl"
 RECENT_CYCLES = 10  # how many recorded sweeps --cost lists: enough to see a trend, one screen
+# GitHub's GraphQL primary limit for a user token: 5,000 points an hour ("Rate limits and query
+# limits for the GraphQL API"); an Enterprise Cloud organisation's may be higher.
+GITHUB_POINTS_PER_HOUR = 5000
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,30 @@ def as_json(
     }
 
 
-def render(now: CycleCost | None, budget: Budget | None, cycles: Sequence[CycleCost]) -> str:
+def per_hour(cost: int, period_s: int) -> tuple[float, int]:
+    """(cycles an hour at the timer's period, points an hour at ``cost`` a cycle)."""
+    cycles = 3600 / period_s if period_s > 0 else 0.0
+    return cycles, round(cost * cycles)
+
+
+def render(
+    now: CycleCost | None,
+    budget: Budget | None,
+    cycles: Sequence[CycleCost],
+    period_s: int | None = None,
+) -> str:
     lines = []
     if now is None:
         lines.append("cost: this read failed, so it has no cost to show")
     else:
         lines.append(f"cost: this read {now.cost} {now.unit}".rstrip())
+        if now.unit == "points" and period_s:
+            n, hourly = per_hour(now.cost, period_s)
+            share = 100 * hourly / GITHUB_POINTS_PER_HOUR
+            lines.append(
+                f"  per hour: {n:g} cycles (one per {period_s}s) x {now.cost} = {hourly} points, "
+                f"{share:.1f}% of GitHub's {GITHUB_POINTS_PER_HOUR:,}-point hourly budget"
+            )
     if budget is not None:
         reset = iso(budget.reset_at) if budget.reset_at else "unknown"
         lines.append(f"  budget: {budget.remaining} left, resets {reset}")

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -42,11 +43,22 @@ from fleet.board.base import (
     LabelsDropped,
     Skipped,
 )
+from fleet.board.github_features import GITHUB_COM, ServerFeatures, is_github_com, parse_features
+from fleet.board.github_features import warnings as feature_warnings
 from fleet.board.github_forge import GitHubForge
 from fleet.board.github_http import GitHubHTTP, RateLimit, ReadGraphQLErrors, message_of
 from fleet.board.github_project import ProjectFields, project_node
 from fleet.markers import same_login
-from fleet.model import CIState, Comment, Issue, Mention, PullRequest, StateReason, Status
+from fleet.model import (
+    CIState,
+    Comment,
+    Issue,
+    IssueRef,
+    Mention,
+    PullRequest,
+    StateReason,
+    Status,
+)
 
 if TYPE_CHECKING:
     from fleet.inventory import BoardConfig
@@ -92,7 +104,10 @@ class GitHubBoard:
         client: httpx.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
         page_size: int = 50,
+        features: ServerFeatures | None = None,
     ) -> None:
+        """``features``: what the server offers, when known (None: GitHub.com has everything, any
+        other server is asked once, :attr:`features`)."""
         if not 1 <= page_size <= q.MAX_PAGE:
             raise ValueError(f"page_size must be 1-{q.MAX_PAGE} (GitHub's limit), got {page_size}")
         self.owner = owner
@@ -107,6 +122,10 @@ class GitHubBoard:
         self._fields = ProjectFields(self._http, owner, repo, project_number)
         self._forge = GitHubForge(self._http, owner, repo)
         self._login: str | None = None
+        self._api_url = api_url
+        if features is None and is_github_com(api_url):
+            features = GITHUB_COM
+        self._features: ServerFeatures | None = features
         self._http.before_first_write = self.check_identity
 
     @classmethod
@@ -165,6 +184,20 @@ class GitHubBoard:
                 "token (docs/github.md)"
             )
 
+    @property
+    def features(self) -> ServerFeatures:
+        """What the server's schema offers: GitHub.com has it all; any other server is asked once
+        (one introspection per board instance) and each missing feature is named on stderr."""
+        if self._features is None:
+            self._features = parse_features(self._http.graphql(q.FEATURES, {}))
+            for line in feature_warnings(self._features, self._api_url):
+                print(f"fleet: warning: {line}", file=sys.stderr)
+        return self._features
+
+    def _document(self, document: str) -> str:
+        f = self.features
+        return q.for_server(document, dependencies=f.dependencies, items_filter=f.items_filter)
+
     def field_options(self, name: str) -> tuple[str, tuple[str, ...]] | None:
         """The board field ``name``'s type and single-select options, or None when the board has
         no such field (``invoke doctor``: name the missing option before a write needs it)."""
@@ -180,17 +213,17 @@ class GitHubBoard:
         unseen: list[Skipped] = []
         cost, after = 0, None
         for page_no in range(-(-MAX_ITEMS // self.page_size)):
-            data, errors = self._http.graphql_partial(
-                q.BOARD_PAGE,
-                {
-                    "owner": self.owner,
-                    "project": self.project_number,
-                    "first": self.page_size,
-                    "after": after,
-                    "statusField": self.status_field,
-                    "laneField": self.lane_field,
-                },
-            )
+            variables = {
+                "owner": self.owner,
+                "project": self.project_number,
+                "first": self.page_size,
+                "after": after,
+                "statusField": self.status_field,
+                "laneField": self.lane_field,
+            }
+            if self.features.items_filter:
+                variables["query"] = q.ITEMS_FILTER
+            data, errors = self._http.graphql_partial(self._document(q.BOARD_PAGE), variables)
             cost += self._cost()
             bad, whole = partial.split(errors, partial.BOARD_ITEMS)
             if whole:  # about the board itself: no eligibility decision can be made (D5)
@@ -275,7 +308,7 @@ class GitHubBoard:
         cost = 0
         for start in range(0, len(ids), EDGES_PER_QUERY):
             chunk = ids[start : start + EDGES_PER_QUERY]
-            data, errors = self._http.graphql_partial(q.EDGES, {"ids": chunk})
+            data, errors = self._http.graphql_partial(self._document(q.EDGES), {"ids": chunk})
             cost += self._cost()
             bad, whole = partial.split(errors, partial.EDGE_NODES)
             if whole:
@@ -285,14 +318,14 @@ class GitHubBoard:
                     unseen[chunk[index]] = partial.skipped(chunk[index], bad[index])
                 elif isinstance(node, dict) and node.get("__typename") == "Issue":
                     out[node["id"]] = (
-                        parse.refs(node.get("blockedBy"), self.full_name, "blockedBy"),
+                        self._blockers(node),
                         parse.refs(node.get("subIssues"), self.full_name, "subIssues"),
                     )
         return out, cost, unseen
 
     def issue(self, number: int) -> Issue | None:
         data = self._http.graphql(
-            q.ISSUE,
+            self._document(q.ISSUE),
             {
                 "owner": self.owner,
                 "name": self.repo,
@@ -317,10 +350,16 @@ class GitHubBoard:
             full_name=self.full_name,
             status=parse.field_text(item.get("status")),
             lane=parse.field_text(item.get("lane")),
-            blocked_by=parse.refs(node.get("blockedBy"), self.full_name, "blockedBy"),
+            blocked_by=self._blockers(node),
             sub_issues=parse.refs(node.get("subIssues"), self.full_name, "subIssues"),
             older_comments=self._older_comments(node),
         )
+
+    def _blockers(self, node: dict[str, Any]) -> tuple[IssueRef, ...]:
+        """The issue's blockers; none on a server without issue dependencies (named once)."""
+        if not self.features.dependencies:
+            return ()
+        return parse.refs(node.get("blockedBy"), self.full_name, "blockedBy")
 
     def _older_comments(self, node: dict[str, Any], spent: list[int] | None = None) -> list[Any]:
         older: list[Any] = []

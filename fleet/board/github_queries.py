@@ -99,17 +99,22 @@ fragment FieldValue on ProjectV2ItemFieldValue {
 }
 """
 
+# What can be work (#11 item 6): open issues only, filtered by GitHub (ProjectV2.items(query:),
+# the project view's filter syntax), so a cycle's cost follows the open items, not the board's
+# whole history of Done and closed ones.
+ITEMS_FILTER = "is:issue is:open"
+
 # D1: the one paginated read per cycle. Cost with page size 50: 1 (items) + 4 x 50 (labels,
-# assignees, comments, timeline per item) = 201 requests -> 2 points a page (docs/github.md).
+# assignees, comments, timeline per item) = 201 requests -> 2 points a page of OPEN items.
 BOARD_PAGE = f"""
-query BoardPage($owner: String!, $project: Int!, $first: Int!, $after: String,
+query BoardPage($owner: String!, $project: Int!, $first: Int!, $after: String, $query: String!,
                 $statusField: String!, $laneField: String!) {{
   {_RATE}
   repositoryOwner(login: $owner) {{
     __typename
     ... on ProjectV2Owner {{
       projectV2(number: $project) {{
-        items(first: $first, after: $after) {{
+        items(first: $first, after: $after, query: $query) {{
           pageInfo {{ hasNextPage endCursor }}
           nodes {{
             id
@@ -291,6 +296,37 @@ mutation ClearField($project: ID!, $item: ID!, $field: ID!) {
 }
 """
 
+# Who the server is (#11 item 7): a GitHub Enterprise Server release may predate issue
+# dependencies and the items filter. Asked once per board instance, off GitHub.com only.
+FEATURES = f"""
+query Features {{
+  {_RATE}
+  issue: __type(name: "Issue") {{ fields {{ name }} }}
+  project: __type(name: "ProjectV2") {{ fields {{ name args {{ name }} }} }}
+}}
+"""
+
+
+def without_dependencies(document: str) -> str:
+    """``document`` for a server without issue dependencies: no blockers, no dependency summary."""
+    lines = [ln for ln in document.splitlines()
+             if "issueDependenciesSummary" not in ln and not ln.strip().startswith("blockedBy(")]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def without_items_filter(document: str) -> str:
+    """``document`` for a server whose ``ProjectV2.items`` takes no ``query``: every item is read."""
+    return document.replace(", $query: String!", "").replace(", query: $query", "")
+
+
+def for_server(document: str, *, dependencies: bool, items_filter: bool) -> str:
+    if not dependencies:
+        document = without_dependencies(document)
+    if not items_filter:
+        document = without_items_filter(document)
+    return document
+
+
 DOCUMENTS: dict[str, str] = {
     "BOARD_PAGE": BOARD_PAGE,
     "EDGES": EDGES,
@@ -301,9 +337,17 @@ DOCUMENTS: dict[str, str] = {
     "ISSUE_ITEM": ISSUE_ITEM,
     "VIEWER": VIEWER,
     "MENTIONS": MENTIONS,
+    "FEATURES": FEATURES,
     "ADD_ITEM": ADD_ITEM,
     "SET_FIELD": SET_FIELD,
     "CLEAR_FIELD": CLEAR_FIELD,
+}
+
+# What an older server (GitHub Enterprise Server without dependencies or the items filter) is
+# sent instead; validated against the older published schema in the tests.
+OLDER_SERVER_DOCUMENTS: dict[str, str] = {
+    name: for_server(DOCUMENTS[name], dependencies=False, items_filter=False)
+    for name in ("BOARD_PAGE", "EDGES", "ISSUE")
 }
 
 

@@ -100,6 +100,10 @@ def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool =
         if show_cost:
             out["cost"] = cost.as_json(*_cost_report(ctx, page))
             out["cost"]["skipped"] = out["skipped"]
+            if page is not None and page.cost_unit == "points":
+                n, hourly = cost.per_hour(page.cost, ctx.inventory.policy.timer_period_s)
+                out["cost"]["per_hour"] = {"cycles": n, "points": hourly,
+                                           "budget": cost.GITHUB_POINTS_PER_HOUR}  # fmt: skip
         emit_json(out)
 
 
@@ -115,7 +119,8 @@ def status_text(ctx: FleetContext, issue: int | None, show_cost: bool = False) -
     if (seen := unseen.line(skipped)) is not None:
         lines.append(seen)
     if show_cost:
-        lines.append(cost.render(*_cost_report(ctx, page)))
+        period = ctx.inventory.policy.timer_period_s
+        lines.append(cost.render(*_cost_report(ctx, page), period_s=period))
         if seen is not None:
             lines.append(f"  this read's price excludes them: {seen}")
     return "\n".join(lines)

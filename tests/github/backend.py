@@ -7,14 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from fleet.board.github import GitHubBoard
+from fleet.board.github_features import GITHUB_COM
 from fleet.model import CIState, Comment, PRState, PullRequest, parse_iso
+from tests.github import shape
 from tests.github.replay import API, TOKEN, Replayer
 from tests.github.replay_state import FakePR, stamp
 
 
 def github_board(state: Replayer, **kw: Any) -> GitHubBoard:
-    """A GitHubBoard wired to ``state``; sleeps are recorded, never slept."""
+    """A GitHubBoard wired to ``state``; sleeps are recorded, never slept. The replayer is
+    GitHub.com unless it was built on an older schema (then the board asks, as off GitHub.com)."""
     kw.setdefault("sleep", lambda seconds: None)
+    kw.setdefault("features", GITHUB_COM if state.schema_path == shape.SCHEMA_PATH else None)
     return GitHubBoard(owner=state.owner, repo=state.repo, project_number=state.project_number,
                        identity=state.login, token=TOKEN, api_url=API, client=state.client(),
                        **kw)  # fmt: skip

@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,8 +37,11 @@ class Replayer:
     """GitHub for one repository and one Projects v2 board, in memory."""
 
     def __init__(self, *, owner: str = "octo-org", repo: str = "widgets", login: str = "fleet-bot",
-                 lane_kind: str = "TEXT", start: datetime | None = None) -> None:  # fmt: skip
+                 lane_kind: str = "TEXT", start: datetime | None = None,
+                 schema_path: Path = shape.SCHEMA_PATH) -> None:  # fmt: skip
         self.owner, self.repo, self.login = owner, repo, login
+        # GitHub.com's schema, or an older one: a GitHub Enterprise Server without the newer fields
+        self.schema_path = schema_path
         self.token_login = login  # who the token is: viewer { login } (may differ from login)
         # Without push access GitHub files the issue but drops its labels and assignees, silently
         # (REST "Create an issue": "Only users with push access can set labels for new issues.
@@ -155,7 +159,8 @@ class Replayer:
         cost = query_cost(document, variables)
         self.remaining -= cost
         root = replay_graphql.Root(self, cost)
-        result = execute_sync(shape.schema(), _validated(document), root_value=root,
+        result = execute_sync(shape.schema(self.schema_path),
+                              _validated(document, self.schema_path), root_value=root,
                               variable_values=variables)  # fmt: skip
         answer: dict[str, Any] = {}
         if result.errors:
@@ -418,10 +423,10 @@ class Replayer:
 
 
 @functools.cache
-def _validated(document: str) -> DocumentNode:
+def _validated(document: str, schema_path: Path = shape.SCHEMA_PATH) -> DocumentNode:
     """Parse and validate once per distinct document: a field GitHub lacks fails the test here."""
     parsed = parse(document)
-    errors = validate(shape.schema(), parsed)
+    errors = validate(shape.schema(schema_path), parsed)
     assert not errors, f"document invalid against GitHub's schema: {errors}"
     return parsed
 

@@ -25,6 +25,20 @@ _REACTIONS = {"+1": "THUMBS_UP", "-1": "THUMBS_DOWN", "laugh": "LAUGH", "hooray"
               "confused": "CONFUSED", "heart": "HEART", "rocket": "ROCKET", "eyes": "EYES"}  # fmt: skip
 
 
+def _matches(query: str, issue: FakeIssue) -> bool:
+    """The project view's filter qualifiers the board sends (``is:issue is:open``); any other
+    qualifier is refused, so the replayer never pretends to filter what it does not model."""
+    for word in query.split():
+        if word == "is:issue":
+            continue
+        if word in ("is:open", "is:closed"):
+            if issue.state != word[3:]:
+                return False
+            continue
+        raise AssertionError(f"the replayer does not model the filter {word!r}")
+    return True
+
+
 def github_error(error: GraphQLError) -> dict[str, Any]:
     """graphql-core's error in GitHub's envelope: ``type`` at the top level, no ``extensions``."""
     out = error.formatted
@@ -163,7 +177,11 @@ class Root:
     def _project(self, info: Any, number: int) -> dict[str, Any] | None:
         if number != self.s.project_number:
             return None
-        on_board = lambda **_: [self._item(i) for i in self.s.issues.values() if i.item_id]  # noqa: E731
+
+        def on_board(query: str = "", **_: Any) -> list[dict[str, Any]]:
+            return [self._item(i) for i in self.s.issues.values()
+                    if i.item_id and _matches(query, i)]  # fmt: skip
+
         return {"id": self.s.project_id, "number": number, "title": "fleet",
                 "items": connection(on_board), "fields": connection(lambda **_: self._fields())}  # fmt: skip
 

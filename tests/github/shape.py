@@ -26,6 +26,7 @@ from graphql import (
     InlineFragmentNode,
     OperationDefinitionNode,
     SelectionSetNode,
+    TypeMetaFieldDef,
     build_schema,
     is_abstract_type,
     parse,
@@ -140,6 +141,8 @@ def _object(parent, sets, value, where, fragments, problems) -> None:
                 problems.append(f"{where}.{key}: {value[key]!r} is not {runtime.name!r}")
             continue
         definition = owner.fields.get(name)
+        if definition is None and name == "__type" and owner is schema().query_type:
+            definition = TypeMetaFieldDef  # introspection: the server's own description
         if definition is None:
             problems.append(f"{where}: {owner.name} has no field {name!r}")
             continue
