@@ -15,7 +15,7 @@ outcome. Two rules every adapter keeps:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from fleet.model import CapacitySource, utc
@@ -91,15 +91,28 @@ class AgentReport:
         )
 
 
+# The longest limit window a provider names (Claude Code's rate_limit_event: rateLimitType
+# seven_day, docs/facts.md). A reset stated further out is not credible, and the words may be the
+# model's own (Claude's limit form is plain result text): read as unknown, the worker waits for its
+# canary (5 h) instead of staying dark until whatever year the text names.
+MAX_RESET = timedelta(days=7)
+
+
 def stated_reset(reset: datetime | None, now: datetime) -> tuple[datetime | None, str]:
-    """A stated reset already past is not a recovery: it becomes unknown, and the note says so.
+    """A stated reset already past is not a recovery, and one beyond the longest provider window is
+    not credible: either becomes unknown, and the note says so.
 
     A past reset would make the dispatcher treat a worker that just hit a limit as recovered, so a
     run could buy its issue a free rerun on the same worker at once; unknown keeps it dark until
     its canary (D8)."""
-    if reset is None or utc(reset) > utc(now):
-        return reset, ""
-    return None, f" (stated reset {utc(reset).isoformat()} already past: read as unknown)"
+    if reset is None:
+        return None, ""
+    when = utc(reset).isoformat()
+    if utc(reset) <= utc(now):
+        return None, f" (stated reset {when} already past: read as unknown)"
+    if utc(reset) - utc(now) > MAX_RESET:
+        return None, f" (stated reset {when} beyond the longest provider window: read as unknown)"
+    return reset, ""
 
 
 def unreadable(agent: AgentKind, detail: str) -> AgentReport:

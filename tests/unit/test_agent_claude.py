@@ -126,10 +126,10 @@ def test_the_exact_epoch_form_with_a_past_reset_is_dark_with_an_unknown_reset() 
             id="typographic-apostrophe-with-minutes",
         ),
         pytest.param(
-            {"result": "Claude AI usage limit reached|1893456000"},
+            {"result": "Claude AI usage limit reached|1773273600"},
             0,
             RATE,
-            datetime(2030, 1, 1, tzinfo=UTC),
+            datetime(2026, 3, 12, tzinfo=UTC),
             id="epoch-form-with-exit-0-and-is-error-false",
         ),
         pytest.param(
@@ -222,6 +222,14 @@ def test_a_merged_pr_still_decides_over_a_limit() -> None:
         created_at=START + timedelta(minutes=1),
         merged_at=NOW,
     )
-    out = close(envelope(result="Claude AI usage limit reached|1893456000"), prs=(pr,))
+    out = close(envelope(result="Claude AI usage limit reached|1773273600"), prs=(pr,))
     assert out.decision.outcome is Outcome.SUCCESS
     assert out.marker.startswith("✔") and Kind.SUCCESS.value in out.marker
+
+
+def test_a_reset_stated_years_ahead_is_unknown_not_years_of_darkness() -> None:
+    """Claude's limit form is plain result text, so the model can name any epoch: 9999999999 kept
+    the worker dark until 2286. A reset beyond the longest provider window (7 days) is unknown."""
+    out = close(envelope(result="Claude AI usage limit reached|9999999999", num_turns=1))
+    assert out.limit is not None and out.limit.reset_at is None
+    assert "beyond the longest provider window" in out.limit.evidence

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from fleet.agentkinds import ADAPTERS, AgentKind, AgentReport, ErrorClass, detect_kind
 from fleet.agentkinds import with_turn_flags as with_turns
+from fleet.agentkinds.report import MAX_RESET
 from fleet.model import CapacitySource
 from fleet.runner.envelope import CaptureKind
 
@@ -69,7 +70,8 @@ def check_contract(r: AgentReport, exit_code: int | None) -> None:
         assert limit is None and r.reset_at is None
     if limit is not None:
         assert limit.evidence  # the raw evidence is quoted
-        assert limit.reset_at is None or limit.reset_at > NOW  # a past reset is no recovery
+        # a past reset is no recovery; one beyond the longest provider window is not credible
+        assert limit.reset_at is None or NOW < limit.reset_at <= NOW + MAX_RESET
     if r.clean(exit_code):
         assert exit_code == 0 and r.error is ErrorClass.NONE
     if r.agent is AgentKind.PLAIN:
