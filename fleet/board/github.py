@@ -512,11 +512,14 @@ class GitHubBoard:
         if parent is None:
             current = self._rest("GET", f"/issues/{child}/parent", missing_ok=True, write=False)
             if isinstance(current, dict) and isinstance(current.get("number"), int):
-                self._rest(
-                    "DELETE",
-                    f"/issues/{current['number']}/sub_issue",
-                    json={"sub_issue_id": child_id},
-                )
+                # The parent may live in another repository: detach where it lives (its own API
+                # URL), never from a same-numbered issue of ours.
+                url = current.get("url")
+                where = url if isinstance(url, str) and self._http.owns(url) else None
+                if where is None:
+                    raise BoardWriteError(f"#{child}'s parent has no API URL on this host: {url!r}")
+                self._http.rest("DELETE", f"{where}/sub_issue", write=True,
+                                json={"sub_issue_id": child_id})  # fmt: skip
             return
         self._rest(
             "POST",

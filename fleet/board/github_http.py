@@ -92,13 +92,26 @@ def graphql_url(api_url: str) -> str:
 
 
 def message_of(body: Any) -> str:
-    """GitHub's error message from a body of any JSON type, shortened; '' when there is none."""
+    """GitHub's error message from a body of any JSON type, shortened; '' when there is none. A
+    422's ``errors[]`` (``resource``, ``field``, ``code``, sometimes ``message``) is the useful
+    part of "Validation Failed", so it is kept."""
     if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"][:_MESSAGE_CHARS]
+        details = [_detail(e) for e in body.get("errors") or () if isinstance(e, dict | str)]
+        text = body["message"] + (f" ({'; '.join(d for d in details if d)})" if details else "")
+        return text[:_MESSAGE_CHARS]
     if isinstance(body, dict) and isinstance(body.get("errors"), list):
         parts = [e.get("message", "") for e in body["errors"] if isinstance(e, dict)]
         return "; ".join(str(p) for p in parts)[:_MESSAGE_CHARS]
     return ""
+
+
+def _detail(error: Any) -> str:
+    """One entry of a REST ``errors[]``: ``resource.field code: message`` as far as given."""
+    if isinstance(error, str):
+        return error
+    where = ".".join(str(error[k]) for k in ("resource", "field") if error.get(k))
+    parts = [p for p in (where, str(error.get("code") or ""), str(error.get("message") or "")) if p]
+    return " ".join(parts[:2]) + (f": {parts[2]}" if len(parts) > 2 else "")
 
 
 def _op(document: str) -> str:

@@ -104,10 +104,14 @@ def _issue_json(issue: Issue, policy: Policy) -> dict[str, object]:
 
 def list_(inv: str | None, state: str | None, as_json: bool) -> None:
     with context(inv) as ctx:
-        board = _local(ctx.board)
         want = IssueState(state) if state else None
         try:
-            issues = board.list_issues(want)  # type: ignore[attr-defined]
+            if hasattr(ctx.board, "list_issues"):
+                issues = ctx.board.list_issues(want)
+            elif want in (None, IssueState.OPEN):  # GitHub: the queue's own read, open issues
+                issues = ctx.board.read().issues
+            else:
+                raise fail(Exit.USAGE, "a GitHub board lists its open issues only (the queue)")
         except BoardError as exc:
             raise fail(Exit.BOARD_UNREADABLE, f"board unreadable: {exc}") from None
         if as_json:
@@ -118,9 +122,12 @@ def list_(inv: str | None, state: str | None, as_json: bool) -> None:
 
 
 def comment(inv: str | None, number: int, body: str, author: str | None) -> None:
-    with context(inv) as ctx:
+    with context(inv, writes=True) as ctx:
+        # GitHub writes as the token's user and refuses any other author; the embedded board
+        # files an operator's words under "operator" unless told who.
+        github = callable(getattr(ctx.board, "check_identity", None))
         try:
-            c = ctx.board.comment(number, body, author=author or "operator")
+            c = ctx.board.comment(number, body, author=author or (None if github else "operator"))
         except BoardError as exc:
             raise fail(Exit.WRITE_FAILED, str(exc)) from None
         print(c.id)
