@@ -3,8 +3,9 @@
 ``fleet.trust`` says whether one author is trusted; this module applies it to what an issue carries:
 
 * **predicate 12, approval** — an issue whose author is not trusted is not work until a trusted
-  human comments a line starting with ``fleet:approve`` after the body's last edit. The fleet's
-  own identity and agent logins never approve (an agent must not queue its own work);
+  human comments a line starting with ``fleet:approve`` after the body's last edit and the last
+  rename. The fleet's own identity and agent logins never approve (an agent must not queue its own
+  work);
 * **mentions** — only a trusted human's mention reaches an agent's brief; the others are listed in
   the run's log as not injected, with why (a stranger's comment must not become instructions to an
   agent that holds push and merge rights);
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
-from fleet.model import Halt, Issue, Mention, Policy
+from fleet.model import EventKind, Halt, Issue, Mention, Policy
 from fleet.trust import APPROVE_TOKEN, is_approval
 
 UNAPPROVED = "unapproved"  # select's state word for predicate 12
@@ -31,20 +33,29 @@ def approval_wait(issue: Issue, policy: Policy) -> str | None:
         return None
     stale: list[str] = []
     refused: list[str] = []
+    edited = last_edit(issue)
     for c in issue.comments:
         if not is_approval(c.body):
             continue
         no = trust.steering(c.author, c.association, policy.identity)
         if no is not None:
             refused.append(f"{c.author}'s approval ignored: {no}")
-        elif issue.body_edited_at is not None and c.created_at < issue.body_edited_at:
-            stale.append(f"{c.author}'s approval predates the body's last edit")
+        elif edited is not None and c.created_at < edited:
+            stale.append(f"{c.author}'s approval predates the last edit of the body or title")
         else:
             return None
     extra = "; ".join(stale + refused)
     return f"opened by {why}; waits for a trusted person's comment line {APPROVE_TOKEN}" + (
         f" ({extra})" if extra else ""
     )
+
+
+def last_edit(issue: Issue) -> datetime | None:
+    """When the text an approval vouches for last changed: the body's last edit or a rename,
+    whichever is later (both reach the brief)."""
+    renames = [e.at for e in issue.events if e.kind is EventKind.RENAMED]
+    stamps = [t for t in (issue.body_edited_at, *renames) if t is not None]
+    return max(stamps) if stamps else None
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ class EventKind(StrEnum):
     REOPENED = "reopened"
     LABELED = "labeled"
     UNLABELED = "unlabeled"
+    RENAMED = "renamed"  # the title changed: an approval given before it approves the old text
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ its author here, and only here:
 
 * **work** — an issue whose author is not trusted waits (predicate 12, ``unapproved``) until a
   trusted person comments a line starting with :data:`APPROVE_TOKEN` *after* the issue's body was
-  last edited (an approval of a body its author later rewrote approves nothing);
+  last edited or renamed (an approval of a text its author later rewrote approves nothing);
 * **steering** — a halt issue, a release line, a hold (park) or cancel marker posted by a human, and
   a reopen count only from a trusted **human**: never from the fleet's own identity (the fleet never
   releases itself) nor from an ``agent_logins`` identity (an agent, or a prompt injected into one,

@@ -159,6 +159,8 @@ def events(connection: Any, where: str) -> tuple[Event, ...]:
             out.append(Event(EventKind.CLOSED, at, login(node.get("actor")), detail))
         elif kind == "ReopenedEvent":
             out.append(Event(EventKind.REOPENED, at, login(node.get("actor"))))
+        elif kind == "RenamedTitleEvent":
+            out.append(Event(EventKind.RENAMED, at, login(node.get("actor"))))
         elif kind in ("LabeledEvent", "UnlabeledEvent"):
             label = obj(node.get("label"), f"{where}.label").get("name")
             which = EventKind.LABELED if kind == "LabeledEvent" else EventKind.UNLABELED

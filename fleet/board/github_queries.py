@@ -73,7 +73,8 @@ fragment IssueFields on Issue {{
     nodes {{ ...CommentFields }}
   }}
   timelineItems(
-    last: {MAX_PAGE}, itemTypes: [CLOSED_EVENT, REOPENED_EVENT, LABELED_EVENT, UNLABELED_EVENT]
+    last: {MAX_PAGE},
+    itemTypes: [CLOSED_EVENT, REOPENED_EVENT, LABELED_EVENT, UNLABELED_EVENT, RENAMED_TITLE_EVENT]
   ) {{
     nodes {{
       __typename
@@ -81,6 +82,7 @@ fragment IssueFields on Issue {{
       ... on ReopenedEvent {{ createdAt actor {{ login }} }}
       ... on LabeledEvent {{ createdAt actor {{ login }} label {{ name }} }}
       ... on UnlabeledEvent {{ createdAt actor {{ login }} label {{ name }} }}
+      ... on RenamedTitleEvent {{ createdAt actor {{ login }} }}
     }}
   }}
 }}

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from tests.github.replay_state import FakeIssue, FakePR
 
 _TIMELINE = {"CLOSED_EVENT": "ClosedEvent", "REOPENED_EVENT": "ReopenedEvent",
-             "LABELED_EVENT": "LabeledEvent", "UNLABELED_EVENT": "UnlabeledEvent"}  # fmt: skip
+             "LABELED_EVENT": "LabeledEvent", "UNLABELED_EVENT": "UnlabeledEvent",
+             "RENAMED_TITLE_EVENT": "RenamedTitleEvent"}  # fmt: skip
 
 
 # REST's reaction names -> GraphQL's ReactionContent
@@ -260,6 +261,8 @@ class Root:
         out = {"__typename": e["type"], "createdAt": _ts(e["at"]), "actor": self._actor(e["actor"])}
         if e["type"] in ("ClosedEvent", "ReopenedEvent"):
             out["stateReason"] = (e.get("reason") or "").upper() or None
+        elif e["type"] == "RenamedTitleEvent":
+            out["previousTitle"], out["currentTitle"] = e["previous"], e["current"]
         else:
             out["label"] = {"name": e["label"]}
         return out

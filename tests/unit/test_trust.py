@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from fleet.authority import approval_wait, halt_issues, sort_mentions
 from fleet.markers import Kind, history, is_release, parse
-from fleet.model import Comment, Issue, Mention, Policy
+from fleet.model import Comment, Event, EventKind, Issue, Mention, Policy
 from fleet.notices import notices, posted
 from fleet.select import fresh_hold, select
 from fleet.status import render
@@ -194,8 +194,17 @@ def test_an_approval_older_than_the_bodys_last_edit_approves_nothing() -> None:
     ok = said("fleet:approve", "maint", "MEMBER")
     edited = replace(by(issue(9), "someone", "NONE"), comments=(ok,), body_edited_at=tick())
     why = approval_wait(edited, GITHUB)
-    assert why is not None and "predates the body's last edit" in why
+    assert why is not None and "predates the last edit of the body or title" in why
     again = replace(edited, comments=(ok, said("fleet:approve", "maint", "MEMBER")))
+    assert approval_wait(again, GITHUB) is None
+
+
+def test_an_approval_older_than_a_rename_approves_nothing() -> None:
+    ok = said("fleet:approve", "maint", "MEMBER")
+    renamed = Event(EventKind.RENAMED, tick(), "someone")
+    i = replace(by(issue(9), "someone", "NONE"), comments=(ok,), events=(renamed,))
+    assert "predates the last edit" in (approval_wait(i, GITHUB) or "")
+    again = replace(i, comments=(ok, said("fleet:approve", "maint", "MEMBER")))
     assert approval_wait(again, GITHUB) is None
 
 
