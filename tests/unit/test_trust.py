@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from fleet.authority import approval_wait, halt_issues, sort_mentions
 from fleet.markers import Kind, history, is_release, parse
+from fleet.markers import render as render_marker
 from fleet.model import Comment, Event, EventKind, Issue, Mention, Policy
 from fleet.notices import notices, posted
 from fleet.select import fresh_hold, select
@@ -281,3 +282,36 @@ def test_only_a_trusted_authors_mention_reaches_a_brief(association: str) -> Non
     kept, dropped = sort_mentions([m, agent], GITHUB)
     assert [k.id for k in kept] == ([1] if association in TRUSTED else [])
     assert [(d.id, "agent login" in why) for d, why in dropped][-1] == (2, True)
+
+
+# -- the safety property: nothing an untrusted author writes moves the fleet -------------------------
+
+_BODIES = st.sampled_from(
+    ["fleet:release", "fleet:approve", "+1", "> fleet:release", "HALT FLEET", "@fleet-bot go"]
+    + [render_marker(k, {"run": "x"}) for k in Kind]
+)
+_BASE = st.lists(st.sampled_from([Kind.START, Kind.FAILED, Kind.CANCELLED, Kind.PARK]), max_size=6)
+
+
+_PLAIN = st.sampled_from(["fleet:release", "fleet:approve", "+1", "@fleet-bot go"])
+_NOISE = st.one_of(
+    st.tuples(_BODIES, st.sampled_from(["stranger", "agent-bot"])),
+    st.tuples(_PLAIN, st.just("fleet-bot")),  # the fleet's own words count only as markers
+)
+
+
+@given(_BASE, st.lists(_NOISE, max_size=6), st.booleans())
+def test_nothing_an_untrusted_author_writes_changes_a_decision(
+    base: list[Kind], noise: list[tuple[str, str]], reopened: bool
+) -> None:
+    trusted = by(issue(5, timeline=[fleet_marker(k, GITHUB) for k in base]), "maint", "MEMBER")
+    extra = [said(body, who, "OWNER" if who != "stranger" else "NONE") for body, who in noise]
+    events = (reopen(actor="stranger"),) if reopened else ()
+    noisy = replace(trusted, comments=trusted.comments + tuple(extra), events=events)
+    before, after = history(trusted, GITHUB), history(noisy, GITHUB)
+    assert (after.attempts, after.park, after.last_marker) == (
+        before.attempts, before.park, before.last_marker
+    )  # fmt: skip
+    plan = select(snapshot(trusted, policy=GITHUB))
+    again = select(snapshot(noisy, policy=GITHUB))
+    assert (again.dispatch, again.waiting, again.halts) == (plan.dispatch, plan.waiting, plan.halts)
