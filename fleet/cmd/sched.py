@@ -6,6 +6,7 @@ import sys
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from invoke.exceptions import Exit as InvokeExit
 
@@ -89,12 +90,7 @@ def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool =
         if not as_json_:
             print(status_text(ctx, issue, show_cost))
             return
-        page, _ = read_page(ctx)
-        snap = snapshot(ctx, page=page) if page is not None else snapshot(ctx)
-        plan = select(snap)
-        hb = read_heartbeat(Path(ctx.inventory.state_dir))
-        sw = read_switches(ctx.inventory)
-        skipped = page.skipped if page is not None else ()
+        page, snap, plan, hb, sw, skipped = _observe(ctx)
         out = as_json(snap, plan, hb, issue, switches=sw)
         out["skipped"] = unseen.as_json(skipped)
         if show_cost:
@@ -109,12 +105,7 @@ def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool =
 
 def status_text(ctx: FleetContext, issue: int | None, show_cost: bool = False) -> str:
     """fleet-status's text, read fresh: one board read, one probe (``--watch`` redraws this)."""
-    page, _ = read_page(ctx)
-    snap = snapshot(ctx, page=page) if page is not None else snapshot(ctx)
-    plan = select(snap)
-    hb = read_heartbeat(Path(ctx.inventory.state_dir))
-    sw = read_switches(ctx.inventory)
-    skipped = page.skipped if page is not None else ()
+    page, snap, plan, hb, sw, skipped = _observe(ctx)
     lines = [render(snap, plan, hb, ctx.inventory.policy.timer_period_s, issue, switches=sw)]
     if (seen := unseen.line(skipped)) is not None:
         lines.append(seen)
@@ -124,6 +115,16 @@ def status_text(ctx: FleetContext, issue: int | None, show_cost: bool = False) -
         if seen is not None:
             lines.append(f"  this read's price excludes them: {seen}")
     return "\n".join(lines)
+
+
+def _observe(ctx: FleetContext) -> tuple[Any, ...]:
+    """One fresh look for fleet-status: the page, the snapshot and its plan, the heartbeat, the
+    switches, and the board items the read could not see."""
+    page, _ = read_page(ctx)
+    snap = snapshot(ctx, page=page) if page is not None else snapshot(ctx)
+    skipped = page.skipped if page is not None else ()
+    hb = read_heartbeat(Path(ctx.inventory.state_dir))
+    return page, snap, select(snap), hb, read_switches(ctx.inventory), skipped
 
 
 def watch_status(inv: str | None, issue: int | None, show_cost: bool, every: float | None) -> None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fleet.board.github import GitHubBoard
 from fleet.board.github_features import GITHUB_COM
 from fleet.model import CIState, Comment, PRState, PullRequest, parse_iso
@@ -64,3 +66,15 @@ def contract_backend(tmp: Path) -> tuple[GitHubBoard, ReplayForge]:
     """The production GitHubBoard on the replayer; humans write through the forge."""
     state = Replayer()
     return github_board(state), ReplayForge(state)
+
+
+def commands_on(state: Replayer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The inventory of an embedded-default fleet (one local worker) whose commands open
+    ``state``'s GitHub board — the production GitHubBoard on the replayer. Returns its path."""
+    from fleet.cmd import common
+    from tests.integration.test_dispatch import make_fleet
+
+    f = make_fleet(tmp_path)
+    f.ctx.close()
+    monkeypatch.setattr(common, "open_board", lambda inv, create=False: github_board(state))
+    return f.inventory_path

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 
 from fleet.board.github_features import ServerFeatures
-from fleet.cmd import common
 from fleet.cmd.sched import status
-from tests.github.backend import github_board
+from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer
-from tests.integration.test_dispatch import make_fleet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,15 +48,12 @@ def test_a_cycle_costs_the_open_items_not_the_board_history() -> None:
 def test_fleet_status_cost_shows_points_per_cycle_and_per_hour(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    f = make_fleet(tmp_path)
-    f.ctx.close()
-    state = board_of_500_with_50_open()
-    monkeypatch.setattr(common, "open_board", lambda inv, create=False: github_board(state))
-    status(str(f.inventory_path), True, None, show_cost=True)
+    inventory = str(commands_on(board_of_500_with_50_open(), tmp_path, monkeypatch))
+    status(inventory, True, None, show_cost=True)
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["cost"]["this_read"] == {"cost": 2, "unit": "points"}
     assert out["cost"]["per_hour"] == {"cycles": 12.0, "points": 24, "budget": 5000}
-    status(str(f.inventory_path), False, None, show_cost=True)
+    status(inventory, False, None, show_cost=True)
     text = capsys.readouterr().out
     assert "cost: this read 2 points" in text
     assert "per hour: 12 cycles (one per 300s) x 2 = 24 points, 0.5% of GitHub's 5,000" in text

@@ -9,12 +9,11 @@ import pytest
 from invoke.exceptions import Exit as InvokeExit
 
 from fleet.board.base import IdentityMismatch
-from fleet.cmd import common
 from fleet.cmd.hygiene import reap_cmd
 from fleet.exits import Exit, RunExit
 from fleet.markers import Kind, history, render
 from fleet.runner import __main__ as runner_main
-from tests.github.backend import github_board
+from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer
 from tests.integration.test_dispatch import make_fleet
 
@@ -61,16 +60,14 @@ def test_a_token_of_another_login_writes_nothing() -> None:
 def test_a_writing_command_refuses_with_its_own_code_and_a_dry_run_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    f = make_fleet(tmp_path)
-    f.ctx.close()
     state = Replayer(login="fleet")
     state.token_login = "not-the-fleet"
-    monkeypatch.setattr(common, "open_board", lambda inv, create=False: github_board(state))
+    inventory = str(commands_on(state, tmp_path, monkeypatch))
     with pytest.raises(InvokeExit) as refused:
-        reap_cmd(str(f.inventory_path), apply=True, as_json=False)
+        reap_cmd(inventory, apply=True, as_json=False)
     assert refused.value.code == Exit.IDENTITY_MISMATCH
     assert "not-the-fleet" in str(refused.value.message)
-    reap_cmd(str(f.inventory_path), apply=False, as_json=False)  # a dry run writes nothing
+    reap_cmd(inventory, apply=False, as_json=False)  # a dry run writes nothing
 
 
 def test_the_runner_refuses_before_its_start_marker(

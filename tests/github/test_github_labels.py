@@ -11,11 +11,9 @@ from invoke.exceptions import Exit as InvokeExit
 
 from fleet.board.base import LabelsDropped
 from fleet.cmd import board as board_cmd
-from fleet.cmd import common
 from fleet.exits import Exit
-from tests.github.backend import github_board
+from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer
-from tests.integration.test_dispatch import make_fleet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -36,15 +34,13 @@ def test_a_probe_whose_fixture_label_was_dropped_is_closed_and_never_queued() ->
 def test_labels_that_stick_pass_and_a_dropped_probe_fails_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    f = make_fleet(tmp_path)
-    f.ctx.close()
     state = Replayer(login="fleet")
-    monkeypatch.setattr(common, "open_board", lambda inv, create=False: github_board(state))
-    kept = board_cmd.add(str(f.inventory_path), "probe", "", [], None, [], "Todo", True, None)
+    inventory = str(commands_on(state, tmp_path, monkeypatch))
+    kept = board_cmd.add(inventory, "probe", "", [], None, [], "Todo", True, None)
     assert state.issues[kept].labels == ["fleet-fixture"]
     state.push_access = False
     with pytest.raises(InvokeExit) as refused:
-        board_cmd.add(str(f.inventory_path), "probe", "", [], None, [], "Todo", True, None)
+        board_cmd.add(inventory, "probe", "", [], None, [], "Todo", True, None)
     assert refused.value.code == Exit.LABELS_DROPPED
     assert "closed it at once" in str(refused.value.message)
     page = github_board(state).read()

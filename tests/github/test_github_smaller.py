@@ -3,7 +3,7 @@ parent in another repository is detached where it lives."""
 
 from __future__ import annotations
 
-from tests.github.backend import github_board
+from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer
 
 
@@ -50,16 +50,12 @@ def test_a_parent_in_another_repository_is_detached_where_it_lives() -> None:
 
 def test_board_list_and_comment_work_on_a_github_board(tmp_path, monkeypatch, capsys) -> None:
     from fleet.cmd import board as board_cmd
-    from fleet.cmd import common
-    from tests.integration.test_dispatch import make_fleet
 
-    f = make_fleet(tmp_path)
-    f.ctx.close()
     state = Replayer(login="fleet")
     n = state.add_issue("work").number
     state.issues[n].item_id = "PVTI_REPLAY00001"
-    monkeypatch.setattr(common, "open_board", lambda inv, create=False: github_board(state))
-    board_cmd.list_(str(f.inventory_path), None, False)
+    inventory = str(commands_on(state, tmp_path, monkeypatch))
+    board_cmd.list_(inventory, None, False)
     assert "work" in capsys.readouterr().out
-    board_cmd.comment(str(f.inventory_path), n, "a note", None)
+    board_cmd.comment(inventory, n, "a note", None)
     assert state.issues[n].comments[-1]["author"] == "fleet"

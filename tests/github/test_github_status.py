@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fleet.cmd import common
 from fleet.cmd.sched import status
-from tests.github.backend import github_board
+from tests.github.backend import commands_on
 from tests.github.replay import Replayer
-from tests.integration.test_dispatch import make_fleet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -20,12 +18,10 @@ pytestmark = pytest.mark.timeout(120)
 def test_status_and_cost_name_the_items_the_token_cannot_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    f = make_fleet(tmp_path)
-    f.ctx.close()
     state = Replayer(owner="octocat", repo="Hello-World")
-    monkeypatch.setattr(common, "open_board", lambda inv, create=False: github_board(state))
+    inventory = str(commands_on(state, tmp_path, monkeypatch))
     state.enqueue("POST", "/graphql", "graphql_board_page_partial")
-    status(str(f.inventory_path), True, None, show_cost=True)
+    status(inventory, True, None, show_cost=True)
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [r["issue"] for r in out["items"]] == [7]
     assert out["board_error"] is None
@@ -34,7 +30,7 @@ def test_status_and_cost_name_the_items_the_token_cannot_read(
     assert out["cost"]["skipped"]["count"] == 2
 
     state.enqueue("POST", "/graphql", "graphql_board_page_partial")
-    status(str(f.inventory_path), False, None, show_cost=True)
+    status(inventory, False, None, show_cost=True)
     text = capsys.readouterr().out
     assert "SKIPPED 2 board item(s) the token cannot read (FORBIDDEN 1, SAML 1)" in text
     assert "SAML single sign-on" in text and "this read's price excludes them" in text
