@@ -52,7 +52,7 @@ class Kind(StrEnum):
     PARK = "park"  # a hold latch until a release token
     LEFT_OPEN = "left-open"  # finished but deliberately left open: non-terminal, has a glyph (D6)
     PR_OPEN = "pr-open"  # the run ended with an open PR: not finished (D2)
-    CROSS_REPO = "cross-repo"  # merged in another repository: cannot close this issue (D6)
+    CROSS_REPO = "cross-repo"  # merged in another repository; the issue not closed by it (D6)
     DO_NOT_DISPATCH = "do-not-dispatch"  # pre-flight check 3's one comment
 
 

@@ -142,8 +142,11 @@ class PullRequest:
     merged: bool
     created_at: datetime
     merged_at: datetime | None = None
-    repository: str = ""  # "" = the board's own repository; anything else cannot close our issue
+    repository: str = ""  # "" = the board's own repository, else owner/name
     author: str = ""
+    # GitHub's own record: this PR closed the issue (the issue's latest ClosedEvent names it as the
+    # closer). A merged PR of another repository closes an issue by GitHub's rules; this says it did.
+    closed_issue: bool = False
 
 
 class CIState(StrEnum):

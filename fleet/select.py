@@ -64,7 +64,7 @@ _LATCH_WORDS = {
     Kind.NO_OP: "the last run produced nothing (no-op)",
     Kind.CANCELLED: "cancelled by an operator",
     Kind.PR_OPEN: "the last run left a PR open",
-    Kind.CROSS_REPO: "merged in another repository, which cannot close this issue",
+    Kind.CROSS_REPO: "merged in another repository, and the issue was not closed by it",
     Kind.DO_NOT_DISPATCH: "title marked do-not-dispatch",
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -31,6 +32,20 @@ GREEN_CHECKS = frozenset({"success", "neutral", "skipped"})
 
 def warn(message: str) -> None:
     print(f"fleet: warning: {message}", file=sys.stderr)
+
+
+def closed_by(issue: dict[str, Any]) -> tuple[str, int] | None:
+    """(repository, number) of the PR that closed ``issue``, when it is closed and its latest
+    close/reopen event is a close by a pull request; else None. Pure."""
+    if issue.get("state") != "CLOSED":
+        return None
+    events = parse.nodes(issue.get("timelineItems"), "timelineItems")
+    last = events[-1] if events else {}
+    who = last.get("closer") if last.get("__typename") == "ClosedEvent" else None
+    if not isinstance(who, dict) or who.get("__typename") != "PullRequest":
+        return None
+    repo = parse.obj(who.get("repository"), "closer.repository").get("nameWithOwner")
+    return parse.text(repo, "closer.repository"), parse.integer(who.get("number"), "closer.number")
 
 
 def ci_state(combined: dict[str, Any], runs: Sequence[Any]) -> CIState:
@@ -64,20 +79,25 @@ class GitHubForge:
 
     def pull_requests_closing(self, number: int) -> tuple[PullRequest, ...]:
         """Every PR GitHub links as closing ``number``, closed ones included. GraphQL errors
-        raise: an error is never an empty tuple that reads as "no PR" (D5)."""
+        raise: an error is never an empty tuple that reads as "no PR" (D5). A merged PR of another
+        repository that GitHub records as the closer of the issue (its latest ClosedEvent) closed
+        it by GitHub's rules: it carries ``closed_issue`` and is no tombstone risk."""
         data = self._http.graphql(
             q.CLOSING_PULL_REQUESTS, {"owner": self.owner, "name": self.repo, "number": number}
         )
-        node = parse.obj(data.get("repository"), "repository").get("issue")
-        conn = parse.obj(node, f"issue #{number}").get("closedByPullRequestsReferences")
-        prs = tuple(parse.pull_request(n, self.full_name) for n in parse.nodes(conn, "references"))
-        for pr in prs:
-            if pr.repository:
-                warn(
-                    f"#{number}: {pr.repository}#{pr.number} references it from another "
-                    "repository and cannot close it: a tombstone risk, not a success (D6)"
-                )
-        return prs
+        node = parse.obj(parse.obj(data.get("repository"), "repository").get("issue"), "issue")
+        conn = node.get("closedByPullRequestsReferences")
+        closer = closed_by(node)
+        prs = []
+        for n in parse.nodes(conn, "references"):
+            pr = parse.pull_request(n, self.full_name)
+            if pr.merged and closer == (pr.repository or self.full_name, pr.number):
+                pr = replace(pr, closed_issue=True)
+            elif pr.repository and pr.merged:
+                warn(f"#{number}: {pr.repository}#{pr.number} merged in another repository but "
+                     "GitHub has not closed the issue by it: a tombstone risk, not a success (D6)")  # fmt: skip
+            prs.append(pr)
+        return tuple(prs)
 
     def ci_status(self) -> CIState:
         """Check 7 is advisory and fails open: any failure to read is UNKNOWN plus a warning."""

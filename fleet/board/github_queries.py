@@ -38,6 +38,7 @@ MAX_PAGE = 100
 LABELS_PER_ISSUE = 50
 ASSIGNEES_PER_ISSUE = 20  # GitHub's documented maximum is 10 assignees per issue
 CLOSING_PRS = 50  # PRs referencing one issue; more would be a defect of its own
+CLOSERS = 10  # the issue's last close/reopen events: the latest says whether a PR closed it
 PROJECT_ITEMS_PER_ISSUE = 20  # boards one issue sits on; we look for ours among them
 PROJECT_FIELDS = 50  # fields on the board; GitHub allows 50 custom fields per project
 
@@ -201,6 +202,15 @@ query ClosingPullRequests($owner: String!, $name: String!, $number: Int!) {{
   {_RATE}
   repository(owner: $owner, name: $name) {{
     issue(number: $number) {{
+      state
+      timelineItems(last: {CLOSERS}, itemTypes: [CLOSED_EVENT, REOPENED_EVENT]) {{
+        nodes {{
+          __typename
+          ... on ClosedEvent {{
+            closer {{ __typename ... on PullRequest {{ number repository {{ nameWithOwner }} }} }}
+          }}
+        }}
+      }}
       closedByPullRequestsReferences(first: {CLOSING_PRS}, includeClosedPrs: true) {{
         nodes {{
           number title body headRefName state merged createdAt mergedAt

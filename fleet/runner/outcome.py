@@ -11,9 +11,10 @@ created at or after ``RUN_STARTED_AT`` can be this run's. The rules, first match
    forge speak: a merged PR after the start is evidence the model cannot forge;
 4. an own-repository PR created at/after the start: merged → ``SUCCESS``; open → ``PR_OPEN`` (an open
    PR is not finished, D2);
-5. a merged PR of *another* repository created after the start → ``TOMBSTONE_RISK``: a cross-repo
-   closing reference cannot close the issue, and a success marker on an issue that stays open is a
-   tombstone (D6);
+5. a merged PR of *another* repository created after the start: ``SUCCESS`` when the forge says it
+   closed the issue (``closed_issue``: GitHub closes an issue by a cross-repository closing keyword
+   of a user with access), else ``TOMBSTONE_RISK``: a success marker on an issue that stays open is
+   a tombstone (D6);
 6. a limit → ``CAPACITY``; a declared blocker → ``BLOCKED`` (D9); a garbled capture → ``GARBLED``;
    a non-zero exit or ``is_error`` → ``FAILED``; otherwise ``NO_OP`` — no PR is never a success.
 
@@ -111,13 +112,22 @@ def derive_outcome(
         pr = still_open[-1]
         return OutcomeDecision(Outcome.PR_OPEN, pr, f"PR #{pr.number} is open: not finished (D2)")
     foreign = [p for p in ours if p.repository != "" and p.merged]
+    closers = [p for p in foreign if p.closed_issue]
+    if closers:  # GitHub closed the issue by it: a success by GitHub's rules, no tombstone (D6)
+        pr = closers[-1]
+        return OutcomeDecision(
+            Outcome.SUCCESS,
+            pr,
+            f"PR {pr.repository}#{pr.number} merged in another repository and GitHub closed this "
+            "issue by it",
+        )
     if foreign:
         pr = foreign[-1]
         return OutcomeDecision(
             Outcome.TOMBSTONE_RISK,
             pr,
             f"PR {pr.repository}#{pr.number} merged in another repository: "
-            "a cross-repo reference cannot close this issue",
+            "the issue was not closed by it",
         )
 
     if limit is not None:

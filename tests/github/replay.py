@@ -116,10 +116,13 @@ class Replayer:
         return pr
 
     def merge(self, pr: FakePR) -> None:
+        """GitHub closes every issue the PR is linked to close — one of another repository too,
+        when its author may (a closing keyword with ``owner/repo#N``) — and the ClosedEvent names
+        the PR as its closer."""
         pr.state, pr.merged_at = "MERGED", self.tick()
-        if pr.repository == self.full_name:
-            for n in pr.closes:
-                self._set_state(self.issues[n], "closed", "completed", actor=pr.author)
+        for n in pr.closes:
+            self._set_state(self.issues[n], "closed", "completed", actor=pr.author,
+                            closer=(pr.repository, pr.number))  # fmt: skip
 
     # -- the transport ---------------------------------------------------------------------------
 
@@ -259,7 +262,8 @@ class Replayer:
     def _get_issue(self, n: int, **_: Any) -> httpx.Response:
         return self._send(200, self.issue_json(self.issues[n]))
 
-    def _set_state(self, issue: FakeIssue, state: str, reason: str | None, actor: str) -> None:
+    def _set_state(self, issue: FakeIssue, state: str, reason: str | None, actor: str,
+                   closer: tuple[str, int] | None = None) -> None:  # fmt: skip
         if issue.state == state:
             return
         at = self.tick()
@@ -267,7 +271,8 @@ class Replayer:
         issue.state_reason = reason if state == "closed" else "reopened"
         issue.closed_at = at if state == "closed" else None
         kind = "ClosedEvent" if state == "closed" else "ReopenedEvent"
-        issue.events.append({"type": kind, "at": at, "actor": actor, "reason": issue.state_reason})
+        issue.events.append({"type": kind, "at": at, "actor": actor, "reason": issue.state_reason,
+                             "closer": closer})  # fmt: skip
 
     def _patch_issue(self, n: int, *, body: Any, **_: Any) -> httpx.Response:
         issue = self.issues[n]

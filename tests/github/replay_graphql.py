@@ -261,6 +261,10 @@ class Root:
         out = {"__typename": e["type"], "createdAt": _ts(e["at"]), "actor": self._actor(e["actor"])}
         if e["type"] in ("ClosedEvent", "ReopenedEvent"):
             out["stateReason"] = (e.get("reason") or "").upper() or None
+            closer = e.get("closer")
+            out["closer"] = None if closer is None else {
+                "__typename": "PullRequest", "number": closer[1],
+                "repository": {"nameWithOwner": closer[0]}}  # fmt: skip
         elif e["type"] == "RenamedTitleEvent":
             out["previousTitle"], out["currentTitle"] = e["previous"], e["current"]
         else:

@@ -223,14 +223,14 @@ def test_closing_prs_report_facts_the_runner_judges(capsys: pytest.CaptureFixtur
     assert _close_out(*prs.values()) is Kind.PR_OPEN  # this run's own open #33 outranks: unfinished
 
 
-def _close_out(*prs: PullRequest) -> Kind:
+def _close_out(*prs: PullRequest, started: datetime = RUN_STARTED_AT) -> Kind:
     envelope = '{"type": "result", "subtype": "success", "is_error": false, "result": "done"}'
     out = decide_close_out(output=envelope, prs=prs, forge_error=None,
-                           run_started_at=RUN_STARTED_AT, exit_code=0, signal_name=None,
+                           run_started_at=started, exit_code=0, signal_name=None,
                            timed_out=False, workspace_failure=None, retries_so_far=0,
                            backoffs_s=(30,), results=None,
-                           now=RUN_STARTED_AT + timedelta(minutes=30))  # fmt: skip
-    marker = parse(Comment(1, "fleet", out.marker, RUN_STARTED_AT))
+                           now=started + timedelta(minutes=30))  # fmt: skip
+    marker = parse(Comment(1, "fleet", out.marker, started))
     assert marker is not None, out.marker
     return marker.kind
 

@@ -59,3 +59,29 @@ def test_board_list_and_comment_work_on_a_github_board(tmp_path, monkeypatch, ca
     assert "work" in capsys.readouterr().out
     board_cmd.comment(inventory, n, "a note", None)
     assert state.issues[n].comments[-1]["author"] == "fleet"
+
+
+def test_a_merged_pr_of_another_repository_that_closed_the_issue_is_a_success() -> None:
+    """GitHub's rule: `Fixes octo-org/widgets#N` in a PR of octo-org/other closes #N when merged
+    (its author has access). GitHub records the PR as the closer; that is this run's success, not a
+    latch. A cross-repo merge GitHub did not close the issue by stays a tombstone risk (D6)."""
+    from datetime import timedelta
+
+    from fleet.markers import Kind
+    from tests.github.test_github_board import _close_out
+
+    state = Replayer()
+    board = github_board(state)
+    n, m = board.create_issue("fixed elsewhere"), board.create_issue("mentioned elsewhere")
+    start = state.tick()
+    closer = state.open_pr(f"Fixes {state.full_name}#{n}", repository="octo-org/other")
+    state.merge(closer)
+    (pr,) = board.pull_requests_closing(n)
+    assert (pr.repository, pr.merged, pr.closed_issue) == ("octo-org/other", True, True)
+    assert board.issue(n).state.value == "closed"  # type: ignore[union-attr]
+    assert _close_out(pr, started=start - timedelta(seconds=1)) is Kind.SUCCESS
+    linked = state.open_pr("a change", repository="octo-org/other", closes=[m])
+    linked.state, linked.merged_at = "MERGED", state.tick()  # merged, but the issue stays open
+    (other,) = board.pull_requests_closing(m)
+    assert other.merged and not other.closed_issue
+    assert _close_out(other, started=start - timedelta(seconds=1)) is Kind.CROSS_REPO
