@@ -11,9 +11,10 @@ import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from fleet.board import check_identity, open_board
-from fleet.board.base import BoardError, IdentityMismatch, LabelsDropped
+from fleet.board.base import BoardError, BoardUnreadable, IdentityMismatch, LabelsDropped
 from fleet.context import FleetContext
 from fleet.doctor import worker as wscript
 from fleet.doctor.model import Finding, failed, passed
@@ -25,6 +26,9 @@ from fleet.units import SystemdSupervisor
 
 Check = Callable[[FleetContext, "Options"], Iterable[Finding]]
 REGISTRY: list[tuple[str, Check]] = []
+# Checks that need no board (the workers): they run even when the board cannot be opened, so one
+# doctor run names every broken piece, not the first.
+BOARDLESS: set[str] = set()
 MODULES: tuple[str, ...] = ()  # further modules whose import registers checks
 # One worker's script: ls-remote's bound twice over, plus the SSH round trip.
 WORKER_TIMEOUT_S = 2 * wscript.LS_REMOTE_TIMEOUT_S + 15
@@ -38,12 +42,24 @@ class Options:
         self.probe = probe  # file (and close) one fixture-labelled issue to prove writes work
 
 
-def register(name: str) -> Callable[[Check], Check]:
+def register(name: str, *, needs_board: bool = True) -> Callable[[Check], Check]:
     def add(fn: Check) -> Check:
         REGISTRY.append((name, fn))
+        if not needs_board:
+            BOARDLESS.add(name)
         return fn
 
     return add
+
+
+class _NoBoard:
+    """The board a boardless check runs beside when the real one could not be opened: any use
+    of it is that check's bug, reported as such (``check-crashed``), never a silent answer."""
+
+    identity = ""
+
+    def __getattr__(self, name: str) -> Any:
+        raise BoardUnreadable(f"the board could not be opened (a boardless check used {name!r})")
 
 
 def run(inventory_path: str | None, default: Path, options: Options) -> list[Finding]:
@@ -59,16 +75,19 @@ def run(inventory_path: str | None, default: Path, options: Options) -> list[Fin
     out += list(
         _paths(inv.state_dir, inv.halt.file, inv.lock.path if inv.lock.host is None else None)
     )
+    board: Any
     try:
         board = open_board(inv)
     except BoardError as exc:
         out.append(failed("board", "board-unopenable", str(exc),
                           "fix board: in the inventory (docs/github.md for GitHub)"))  # fmt: skip
-        return out
+        board = None
     for module in MODULES:
         importlib.import_module(module)
-    with FleetContext(inv, board) as ctx:
+    with FleetContext(inv, board if board is not None else _NoBoard()) as ctx:
         for name, check in REGISTRY:
+            if board is None and name not in BOARDLESS:
+                continue
             try:
                 out += list(check(ctx, options))
             except Exception as exc:  # a broken check is a failure with its name, not a crash
@@ -202,7 +221,7 @@ def write_probe(ctx: FleetContext, options: Options) -> Iterator[Finding]:
     yield passed(name, f"filed #{n} with {fixture!r}, commented, closed it")
 
 
-@register("workers")
+@register("workers", needs_board=False)
 def workers(ctx: FleetContext, options: Options) -> Iterator[Finding]:
     views = {v.name: v for v in probe_fleet(ctx)}
     gh = ctx.inventory.board.github

@@ -75,3 +75,14 @@ def test_a_broken_inventory_is_one_named_failure(tmp_path: Path) -> None:
     (finding,) = run(str(bad), default_path(), Options())
     assert (finding.check, finding.ok, finding.reason) == ("inventory", False, "inventory-invalid")
     assert str(bad) in finding.detail
+
+
+def test_an_unopenable_board_still_gets_every_worker_checked(tmp_path: Path) -> None:
+    f = make_fleet(tmp_path)
+    f.ctx.close()
+    text = f.inventory_path.read_text(encoding="utf-8")
+    f.inventory_path.write_text(text.replace("board.sqlite3", "no-such-board.sqlite3"), "utf-8")
+    found = _by_check(run(str(f.inventory_path), default_path(), Options()))
+    assert found["board"].reason == "board-unopenable"
+    assert found["worker w1: reach"].ok and found["worker w1: agent"].ok
+    assert "board: identity" not in found  # a board check is not run against no board
