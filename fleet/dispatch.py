@@ -77,8 +77,6 @@ class DispatchResult:
 
     def line(self) -> str:
         """The one-line reason for stderr, naming the check."""
-        if self.outcome == "refused" and self.check is None:
-            return f"fleet: #{self.issue} refused: {self.reason}"
         if self.outcome == "refused":
             return f"fleet: #{self.issue} refused by check {self.check}: {self.reason}"
         return f"fleet: #{self.issue} {self.outcome} on {self.worker} as {self.unit}: {self.reason}"
