@@ -36,7 +36,7 @@ from ruamel.yaml.util import load_yaml_guess_indent
 
 from fleet.agentkinds import AgentKind, detect_kind
 from fleet.model import Policy
-from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust
+from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, fold
 
 ENV_VAR = "FLEET_INVENTORY"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"  # worker names and lanes: safe in unit names, paths, shells
@@ -394,6 +394,15 @@ def _trust(top: _Node, board: BoardConfig) -> Trust:
     if "allow" not in node.data and not github:
         allow = None
     agents = node.items("agent_logins", (), logins, _is_text, empty=True)
+    for i, login in enumerate(agents):
+        if fold(login) == fold(board.identity):
+            line, column = node.data["agent_logins"].lc.item(i)
+            node.fail(
+                (line, column),
+                f"trust.agent_logins[{i}]: {login!r} is the board's identity, the login that posts "
+                "the fleet's markers (expected the agents' own logins: an agent holding the "
+                "fleet's credential could write its own queue state)",
+            )
     return Trust.of(
         allow=allow,
         associations=associations if github else None,

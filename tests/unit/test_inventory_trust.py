@@ -39,6 +39,11 @@ def test_logins_are_case_folded_and_the_block_reaches_the_policy() -> None:
             "WRITER",
         ),
         (WORKERS + "trust: {agent_logins: x}\n", "inv.yaml:2:23:", "trust.agent_logins"),
+        (
+            GITHUB + WORKERS + "trust: {agent_logins: [a, Fleet-Bot]}\n",
+            "inv.yaml:3:26:",
+            "identity",
+        ),
     ],
 )
 def test_a_bad_trust_block_is_an_error_at_its_position(text: str, where: str, says: str) -> None:
