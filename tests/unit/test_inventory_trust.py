@@ -41,7 +41,7 @@ def test_logins_are_case_folded_and_the_block_reaches_the_policy() -> None:
         (WORKERS + "trust: {agent_logins: x}\n", "inv.yaml:2:23:", "trust.agent_logins"),
         (
             GITHUB + WORKERS + "trust: {agent_logins: [a, Fleet-Bot]}\n",
-            "inv.yaml:3:26:",
+            "inv.yaml:3:27:",
             "identity",
         ),
     ],
