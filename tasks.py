@@ -20,13 +20,14 @@ INV = {"inventory": "inventory.yaml path (default: $FLEET_INVENTORY or ./invento
         **INV,
         "apply": "dispatch the plan (default: dry run, print it)",
         "json": "one JSON object",
+        "timeline": "after the tick, rewrite <state_dir>/timeline.html (the last 24h)",
     }
 )
-def schedule(c, apply=False, json=False, inventory=None):
+def schedule(c, apply=False, json=False, timeline=False, inventory=None):
     """The sweeper: read the board once, probe the fleet once, plan, and (with --apply) dispatch."""
     from fleet.cmd.sched import schedule as run
 
-    run(inventory, apply, json)
+    run(inventory, apply, json, timeline)
 
 
 @task(

@@ -37,13 +37,7 @@ from fleet.roles.sweeper import tick
 from fleet.select import select
 from fleet.status import read_heartbeat, render
 from fleet.switches import read_switches
-from fleet.timeline.write import (
-    board_issues,
-    default_out,
-    read_records,
-    timeline_of,
-    write_page,
-)
+from fleet.timeline.write import draw
 
 # The whole demo is bounded: it stops waiting after this long even if something is still live.
 DEMO_DEADLINE_S = 150
@@ -217,14 +211,17 @@ def drain_demo(ctx: FleetContext, filed: int) -> int:
 
 def write_demo_timeline(ctx: FleetContext, started: datetime) -> Path:
     """The timeline of this run, drawn by ``invoke timeline``'s own code, in the state dir."""
-    inv = ctx.inventory
-    issues = board_issues(ctx.board)
-    records = read_records(Path(inv.state_dir) / "trace.jsonl", ctx.warn)
     now = datetime.now(UTC)
-    tl = timeline_of(
-        inv, issues.issues, records, now=now, span=now - started + timedelta(seconds=5)
+    span = now - started + timedelta(seconds=5)
+    _tl, page = draw(
+        ctx.inventory,
+        ctx.board,
+        now=now,
+        span=span,
+        warn=ctx.warn,
+        title="fleet timeline: invoke demo",
     )
-    return write_page(tl, default_out(inv), title="fleet timeline: invoke demo")
+    return page
 
 
 def run_demo(*, keep: bool = False, root: Path | None = None, agent: str = "claude") -> int:

@@ -54,7 +54,27 @@ def _tick_json(report: TickReport) -> dict[str, object]:
     }
 
 
-def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
+def refresh_timeline(ctx: FleetContext, report: TickReport) -> None:
+    """``schedule --timeline``: the page in ``state_dir`` after every tick, from this tick's own
+    board read where the board cannot list closed issues (no second read, D1). The picture never
+    fails the sweep: a failure to draw is one stderr line (D5)."""
+    from fleet.timeline.write import SWEEP_SPAN, draw
+
+    page = report.page.issues if report.page is not None else None
+    try:
+        draw(
+            ctx.inventory,
+            ctx.board,
+            now=ctx.clock(),
+            span=SWEEP_SPAN,
+            open_issues=page,
+            warn=ctx.warn,
+        )
+    except Exception as exc:  # the sweep already did its work; the picture is an extra
+        ctx.warn(f"fleet: timeline not refreshed: {type(exc).__name__}: {exc}")
+
+
+def schedule(inv: str | None, apply: bool, as_json_: bool, timeline: bool = False) -> None:
     try:
         ctx = context(inv, writes=apply)
     except InvokeExit as exc:
@@ -68,6 +88,8 @@ def schedule(inv: str | None, apply: bool, as_json_: bool) -> None:
         except Exception as exc:  # the heartbeat already says "crashed"; so does the exit code
             traceback.print_exc()
             raise fail(Exit.SWEEP_CRASHED, f"sweep crashed: {exc!r}") from None
+        if timeline:
+            refresh_timeline(ctx, report)
         plan = report.plan
         if as_json_:
             emit_json(_tick_json(report))

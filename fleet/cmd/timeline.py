@@ -10,15 +10,7 @@ from fleet.cmd.common import context, fail
 from fleet.exits import Exit
 from fleet.timeline import browser
 from fleet.timeline.model import Timeline
-from fleet.timeline.write import (
-    board_issues,
-    default_out,
-    parse_since,
-    read_records,
-    timeline_of,
-    write_page,
-    write_png,
-)
+from fleet.timeline.write import draw, parse_since, write_png
 
 
 def summary(tl: Timeline) -> str:
@@ -38,16 +30,15 @@ def timeline(
     except ValueError as exc:
         raise fail(Exit.USAGE, str(exc)) from None
     with context(inv) as ctx:
-        warn = ctx.warn
-        issues = board_issues(ctx.board)
-        state = Path(ctx.inventory.state_dir)
-        records = read_records(state / "trace.jsonl", warn)
-        tl = timeline_of(
-            ctx.inventory, issues.issues, records, now=datetime.now(UTC), span=span, issue=issue
+        tl, path = draw(
+            ctx.inventory,
+            ctx.board,
+            now=datetime.now(UTC),
+            span=span,
+            out=Path(out) if out else None,
+            issue=issue,
+            warn=ctx.warn,
         )
-        path = Path(out) if out else default_out(ctx.inventory)
-        notes = [issues.note] if issues.note else []
-        write_page(tl, path, notes=notes)
     print(f"timeline: {summary(tl)}")
     print(f"timeline: wrote {path}")
     shot = None

@@ -84,6 +84,7 @@ class TickReport:
     error: str = ""  # a crashed sweep's exception, in one line
     retried: int = 0  # re-dispatches of retry-class refusals within this tick (seed 000)
     unclassified: list[int] = field(default_factory=list)  # issues whose failure went to a human
+    page: BoardPage | None = None  # the one board read of this tick (the timeline draws from it)
 
     def counts(self) -> dict[str, int]:
         launched = sum(1 for r in self.results if r.launched)
@@ -308,6 +309,7 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
             )
         else:
             report = TickReport("idle", plan)
+        report.page = sweeper.page
         return report
     finally:
         write_heartbeat(state, report, ctx.clock(), apply=apply)

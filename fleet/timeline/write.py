@@ -6,6 +6,7 @@ Used by ``invoke timeline``, by ``invoke demo`` at its end, and by the sweeper (
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -15,11 +16,10 @@ from typing import Any
 
 from fleet.board.base import Board
 from fleet.inventory import Inventory
-from fleet.model import Issue, IssueState
+from fleet.model import Issue, IssueState, parse_iso
 from fleet.timeline import browser
 from fleet.timeline.model import Timeline, WorkerRef, build
 from fleet.timeline.render import page, svg
-from fleet.trace import TraceError, iter_trace
 
 PAGE_NAME = "timeline.html"  # in state_dir: what the sweeper refreshes every tick
 HEADER_PX = 150  # the page's header above the picture, for the PNG's height
@@ -64,18 +64,47 @@ def board_issues(board: Board, open_issues: Sequence[Issue] | None = None) -> Is
     )
 
 
-def read_records(path: Path, warn: Any = None) -> list[dict[str, Any]]:
-    """The trace's records; a damaged line is skipped and named (the picture loses one record,
-    never the page). A missing trace is an empty one: no sweep has run here yet."""
-    if not path.exists():
-        return []
+_AT = re.compile(rb'"at": "([^"]{19,40})"')
+DRAWN = frozenset({"SWEEP", "TICK", "LAND"})  # the records the timeline reads; the rest is skipped
+
+
+def _early(raw: bytes, since: datetime) -> bool:
+    """A record stamped before ``since``, told from its first bytes: the trace is written with
+    sorted keys, so ``at`` comes first, and a day of SWEEP lines (each a whole snapshot) is never
+    parsed only to be dropped."""
+    m = _AT.search(raw, 0, 200)
+    if m is None:
+        return False
+    try:
+        at = parse_iso(m.group(1).decode())
+    except (ValueError, UnicodeDecodeError, OverflowError):
+        return False
+    return at is not None and at < since
+
+
+def read_records(
+    path: Path, warn: Any = None, since: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The trace's records the timeline draws (from ``since`` on). A line that cannot be read ends
+    the read there and is named: the picture loses the rest of the trace, never the page. A
+    missing trace is an empty one: no sweep has run here yet."""
     out: list[dict[str, Any]] = []
     try:
-        for _n, record in iter_trace(path):
-            out.append(record)
-    except TraceError as exc:
-        if warn is not None:
-            warn(f"timeline: trace read stopped at {exc}; drawing what came before")
+        fh = open(path, "rb")  # noqa: SIM115 (closed below)
+    except FileNotFoundError:
+        return out
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip() or (since is not None and _early(raw, since)):
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError as exc:
+                if warn is not None:
+                    warn(f"timeline: {path}:{n}: not a JSON line ({exc}); drawing what came before")
+                break
+            if isinstance(record, dict) and record.get("event") in DRAWN:
+                out.append(record)
     return out
 
 
@@ -119,3 +148,30 @@ def write_png(tl: Timeline, html: Path, png: Path) -> Path:
 
 def default_out(inv: Inventory) -> Path:
     return Path(inv.state_dir) / PAGE_NAME
+
+
+TRACE_NAME = "trace.jsonl"
+SWEEP_SPAN = timedelta(hours=24)  # what the sweeper's page shows: one day, as `invoke timeline`
+
+
+def draw(
+    inv: Inventory,
+    board: Board,
+    *,
+    now: datetime,
+    span: timedelta,
+    out: Path | None = None,
+    issue: int | None = None,
+    open_issues: Sequence[Issue] | None = None,
+    warn: Any = None,
+    title: str | None = None,
+) -> tuple[Timeline, Path]:
+    """Read the board and the trace, build the timeline and write its page: the one I/O path of
+    ``invoke timeline``, the demo and the sweeper."""
+    issues = board_issues(board, open_issues)
+    records = read_records(Path(inv.state_dir) / TRACE_NAME, warn, since=now - span)
+    tl = timeline_of(inv, issues.issues, records, now=now, span=span, issue=issue)
+    path = write_page(
+        tl, out or default_out(inv), notes=[issues.note] if issues.note else [], title=title
+    )
+    return tl, path
