@@ -132,7 +132,10 @@ def _run_svg(r: Run, scale: Scale, y: float, link: str | None) -> str:
     return f'<g tabindex="0" role="img" aria-label="{esc(f"#{r.issue} {r.outcome}")}" {attrs}>{body}</g>'
 
 
-def _dark_svg(d: Dark, scale: Scale, y: float, height: float) -> str:
+LABEL_CHAR_PX = 5.6  # a 10 px label's average glyph width: a label is drawn only where it fits
+
+
+def _dark_svg(d: Dark, scale: Scale, y: float, height: float, room: float = 1e9) -> str:
     x0, x1 = scale.x(d.start), scale.x(d.end)
     reset = "reset unknown (none stated)" if d.reset == "unknown" else f"reset {_reset(d.reset)}"
     label = f"dark: {d.source}, {reset}" + (" (ongoing)" if d.ongoing else "")
@@ -141,7 +144,12 @@ def _dark_svg(d: Dark, scale: Scale, y: float, height: float) -> str:
         f'<g class="dark" tabindex="0" data-worker="{esc(d.worker)}" data-source="{esc(d.source)}" '
         f'data-tip="{esc(tip)}"><rect x="{x0:.1f}" y="{y:.1f}" width="{max(x1 - x0, 2):.1f}" '
         f'height="{height:.1f}" fill="url(#hatch)"/>'
-        f'<text class="dlabel" x="{x0 + 3:.1f}" y="{y + height - 4:.1f}">{esc(label)}</text></g>'
+        + (
+            f'<text class="dlabel" x="{x0 + 3:.1f}" y="{y + height - 4:.1f}">{esc(label)}</text>'
+            if len(label) * LABEL_CHAR_PX <= room
+            else ""
+        )
+        + "</g>"
     )
 
 
@@ -158,7 +166,13 @@ def _lane_svg(lane: Lane, scale: Scale, top: float, link: dict[int, str]) -> tup
         + ("" if lane.in_inventory else " · not in inventory")
         + "</text>",
     ]
-    parts += [_dark_svg(d, scale, top, height) for d in lane.darks]
+    # A dark period's label is drawn where it fits before the next one starts; otherwise its
+    # tooltip carries it (a row of overlapping labels is a smear, not a label).
+    starts = [scale.x(d.start) for d in lane.darks] + [scale.left + scale.width + 40]
+    parts += [
+        _dark_svg(d, scale, top, height, room=starts[i + 1] - starts[i] - 6)
+        for i, d in enumerate(lane.darks)
+    ]
     parts += [
         _run_svg(r, scale, top + 4 + row * ROW, link.get(r.issue))
         for r, row in zip(lane.runs, rows, strict=True)

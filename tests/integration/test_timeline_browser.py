@@ -4,6 +4,8 @@ the PNG that ``--png`` writes is a real picture of it."""
 
 from __future__ import annotations
 
+import itertools
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -207,3 +209,69 @@ def test_the_png_is_the_same_picture(page_file, tmp_path):
     assert width >= 1400 and height >= 300
     for outcome in ("success", "failed", "superseded", "reaped", "capacity", "running"):
         assert _has_colour(pixels, COLOURS[outcome]) > 50, outcome
+
+
+def busy_day(runs: int, workers: int = 4):
+    """``runs`` runs over one day on ``workers`` workers: 2 to 50 minutes each, mixed outcomes."""
+    import random
+
+    rnd = random.Random(runs)
+    kinds = [Kind.SUCCESS, Kind.FAILED, Kind.NO_OP, Kind.PR_OPEN, Kind.TIMED_OUT, Kind.CAPACITY]
+    issues = []
+    for n in range(1, runs + 1):
+        s = rnd.uniform(0, 86400 - 3000)
+        w = f"w{rnd.randint(1, workers)}"
+        kind = rnd.choice(kinds)
+        issues.append(
+            issue(
+                n,
+                f"work {n}",
+                timeline=[
+                    _start(f"r{n}", w, s),
+                    _end(kind, s + rnd.uniform(120, 3000), run=f"r{n}"),
+                ],
+            )
+        )
+    return build(
+        issues,
+        [],
+        now=at(86400),
+        since=at(0),
+        workers=[WorkerRef(f"w{i}", "alpha") for i in range(1, workers + 1)],
+        identity=FLEET,
+    )
+
+
+# Every bar's box on screen, grouped by lane: the readability checks below run on these.
+_BOXES = """[...document.querySelectorAll('.lane')].filter(l => l.dataset.worker !== 'sweeper').map(l =>
+  [...l.querySelectorAll('.run rect')].map(r => {const b = r.getBoundingClientRect();
+   return [b.left, b.right, b.top, b.bottom];}))"""
+
+
+@pytest.mark.parametrize("runs", [200, 2000])
+def test_a_busy_day_stays_readable_every_bar_visible_and_none_on_another(runs, tmp_path):
+    """200 runs a day and 2,000: every bar at least MIN_BAR_PX wide, no two bars of a lane overlap
+    (a lane grows rows, the page scrolls sideways), and the aggregate strip counts them all."""
+    from fleet.timeline.layout import MAX_PLOT_PX, MIN_BAR_PX
+
+    tl = busy_day(runs)
+    started = time.monotonic()
+    page_file = write_page(tl, tmp_path / "busy.html")
+    render_s = time.monotonic() - started
+    assert render_s < 30  # a bound, not a benchmark: the sweeper draws this every tick
+    with Chromium() as page:
+        page.open(page_file.as_uri())
+        assert page.js("document.body.getAttribute('data-ready')") == "1"
+        assert page.js("document.querySelectorAll('.run').length") == runs
+        lanes = page.js(_BOXES)
+        assert sum(len(lane) for lane in lanes) == runs
+        for boxes in lanes:
+            assert all(right - left >= MIN_BAR_PX - 0.5 for left, right, _t, _b in boxes)
+            boxes.sort(key=lambda b: (b[2], b[0]))
+            for a, b in itertools.pairwise(boxes):
+                if abs(a[2] - b[2]) < 1:  # same row
+                    assert a[1] <= b[0] + 0.5, (a, b)
+        width = page.js("document.getElementById('timeline').getBoundingClientRect().width")
+        assert width <= MAX_PLOT_PX + 400
+        assert page.js("document.querySelectorAll('.agg').length") > 0
+        assert page.errors == []
