@@ -74,41 +74,36 @@ def _git_remote(check: str, clone: str, remote: str, origin: str | None = None) 
     )
 
 
-def script(w: WorkerFacts) -> str:
-    """The whole check script for one worker. Every value is quoted or a fixed word."""
-    parts = []
+def _supervisor(w: WorkerFacts) -> list[str]:
     if w.supervisor == "systemd":
-        parts.append(
+        return [
             "if systemctl --user show-environment >/dev/null 2>&1; then "
             + _line("supervisor", "pass", "ok", "systemd user manager answers")
             + "; else "
             + _line("supervisor", "fail", "no-user-manager", "systemctl --user does not answer")
-            + "; fi"
-        )
-        parts.append(
+            + "; fi",
             'if [ "$(loginctl show-user "$(id -un)" -p Linger --value 2>/dev/null)" = yes ]; then '
             + _line("lingering", "pass", "ok", "lingering is on for ", Sh('"$(id -un)"'))
             + "; else "
             + _line("lingering", "fail", "no-linger", "lingering is off for ", Sh('"$(id -un)"'))
-            + "; fi"
+            + "; fi",
+        ]
+    code = "import fleet.units"
+    return [
+        f"if {shlex.quote(w.python)} -c {shlex.quote(code)} >/dev/null 2>&1; then "
+        + _line("supervisor", "pass", "ok", "portable supervisor importable")
+        + "; else "
+        + _line(
+            "supervisor", "fail", "no-portable-supervisor", f"{w.python} cannot import fleet.units"
         )
-    else:
-        code = "import fleet.units"
-        parts.append(
-            f"if {shlex.quote(w.python)} -c {shlex.quote(code)} >/dev/null 2>&1; then "
-            + _line("supervisor", "pass", "ok", "portable supervisor importable")
-            + "; else "
-            + _line(
-                "supervisor",
-                "fail",
-                "no-portable-supervisor",
-                f"{w.python} cannot import fleet.units",
-            )
-            + "; fi"
-        )
+        + "; fi"
+    ]
+
+
+def _agent(w: WorkerFacts) -> str:
     argv0 = shlex.split(w.agent)[0] if w.agent.strip() else ""
     a = shlex.quote(argv0)
-    parts.append(
+    return (
         f"if command -v -- {a} >/dev/null 2>&1; then "
         + _line("agent", "pass", "ok", f"{argv0} is ", Sh(f'"$(command -v -- {a})"'))
         + "; else "
@@ -117,41 +112,50 @@ def script(w: WorkerFacts) -> str:
         )
         + "; fi"
     )
-    parts.append(_git_remote("target clone", w.clone, "origin", w.origin))
-    if w.runner_clone:
-        parts.append(_git_remote("runner clone", w.runner_clone, w.runner_remote or "origin"))
-    if w.token_file is not None:
-        f = remote_path(w.token_file)
-        parts.append(
-            f"if [ ! -s {f} ]; then "
-            + _line(
-                "token file", "fail", "token-file-missing", f"{w.token_file} is missing or empty"
-            )
-            + f'; elif [ "$(stat -c %a {f} 2>/dev/null | cut -c2-)" = 00 ]; then '
-            + _line("token file", "pass", "ok", f"{w.token_file} is private")
-            + "; else "
-            + _line(
-                "token file",
-                "fail",
-                "token-file-readable",
-                f"{w.token_file} has mode ",
-                Sh(f'"$(stat -c %a {f})"'),
-            )
-            + "; fi"
-        )
-    d = remote_path(w.state_dir)
-    parts.append(
-        f"mkdir -p -- {d} 2>/dev/null; free=$(df -Pk -- {d} 2>/dev/null | awk 'NR==2 {{print $4}}'); "
-        f'if [ -z "$free" ]; then '
-        + _line("disk", "fail", "disk-unknown", f"df could not read {w.state_dir}")
-        + f'; elif [ "$free" -ge {MIN_FREE_KB} ]; then '
-        + _line("disk", "pass", "ok", Sh('"$((free / 1024))"'), " MiB free under " + w.state_dir)
+
+
+def _token_file(path: str) -> str:
+    f = remote_path(path)
+    return (
+        f"if [ ! -s {f} ]; then "
+        + _line("token file", "fail", "token-file-missing", f"{path} is missing or empty")
+        + f'; elif [ "$(stat -c %a {f} 2>/dev/null | cut -c2-)" = 00 ]; then '
+        + _line("token file", "pass", "ok", f"{path} is private")
         + "; else "
         + _line(
-            "disk", "fail", "disk-low", Sh('"$((free / 1024))"'), " MiB free under " + w.state_dir
+            "token file",
+            "fail",
+            "token-file-readable",
+            f"{path} has mode ",
+            Sh(f'"$(stat -c %a {f})"'),
         )
         + "; fi"
     )
+
+
+def _disk(state_dir: str) -> str:
+    d = remote_path(state_dir)
+    free = Sh('"$((free / 1024))"')
+    return (
+        f"mkdir -p -- {d} 2>/dev/null; free=$(df -Pk -- {d} 2>/dev/null | awk 'NR==2 {{print $4}}'); "
+        f'if [ -z "$free" ]; then '
+        + _line("disk", "fail", "disk-unknown", f"df could not read {state_dir}")
+        + f'; elif [ "$free" -ge {MIN_FREE_KB} ]; then '
+        + _line("disk", "pass", "ok", free, " MiB free under " + state_dir)
+        + "; else "
+        + _line("disk", "fail", "disk-low", free, " MiB free under " + state_dir)
+        + "; fi"
+    )
+
+
+def script(w: WorkerFacts) -> str:
+    """The whole check script for one worker. Every value is quoted or a fixed word."""
+    parts = [*_supervisor(w), _agent(w), _git_remote("target clone", w.clone, "origin", w.origin)]
+    if w.runner_clone:
+        parts.append(_git_remote("runner clone", w.runner_clone, w.runner_remote or "origin"))
+    if w.token_file is not None:
+        parts.append(_token_file(w.token_file))
+    parts.append(_disk(w.state_dir))
     return "; ".join(parts) + "; exit 0"
 
 
@@ -198,7 +202,12 @@ def parse(worker: str, stdout: str, facts: WorkerFacts) -> list[Finding]:
         expected.append("token file")
     for check in expected:
         if check not in seen:
-            out.append(failed(f"worker {worker}: {check}", "no-answer",
-                              "the worker's script printed nothing for this check",
-                              "run the doctor again; if it persists, ssh in and look"))  # fmt: skip
+            out.append(
+                failed(
+                    f"worker {worker}: {check}",
+                    "no-answer",
+                    "the worker's script printed nothing for this check",
+                    "run the doctor again; if it persists, ssh in and look",
+                )
+            )
     return out
