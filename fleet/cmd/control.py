@@ -11,7 +11,9 @@ from fleet.cancel import cancel as cancel_issue
 from fleet.cmd.common import context, emit_json, fail, inventory
 from fleet.control import POLL_S, observe_idle, wait_idle
 from fleet.exits import Exit
+from fleet.idle import IdleVerdict
 from fleet.inventory import Inventory
+from fleet.progress import Meter
 from fleet.select import age_text, issue_halts
 from fleet.switches import (
     DRAIN,
@@ -135,7 +137,16 @@ def drain(
         if wait is None:
             verdict, polls = observe_idle(ctx), 1
         else:
-            res = wait_idle(lambda: observe_idle(ctx), wait, poll_s=poll or POLL_S)
+            # Progress on stderr (stdout keeps the verdict and the --json object): redrawn in
+            # place on a terminal, one line per change of what is still out elsewhere.
+            with Meter(f"drain: waiting up to {wait:g}s for idle", out=sys.stderr) as meter:
+
+                def observe() -> IdleVerdict:
+                    v = observe_idle(ctx)
+                    meter.update(None, v.line())
+                    return v
+
+                res = wait_idle(observe, wait, poll_s=poll or POLL_S)
             verdict, polls = res.verdict, res.polls
     print(verdict.line())
     if as_json:

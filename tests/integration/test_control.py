@@ -322,6 +322,9 @@ def test_drain_refuses_new_work_and_reports_idle_only_once_the_run_ends(fleet: F
     r = fleet_cli(fleet, "drain", "--wait", "1", "--poll", "0.5")
     assert r.returncode == Exit.NOT_IDLE, r.stdout + r.stderr
     assert "gave up after 1s" in r.stderr
+    # progress while it waits, on stderr: what is still out, one line per change (not per poll)
+    waiting = [ln for ln in r.stderr.splitlines() if ln.startswith("drain: waiting up to 1s")]
+    assert len(waiting) == 1 and f"not idle: live task-{n} on w1" in waiting[0]
 
     m = fleet.board.create_issue("new work")
     refuses(fleet, m, Exit.DRAINING, 0, worker="w1")
