@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +34,7 @@ from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.halt import read_halt_file
 from fleet.inventory import Inventory, WorkerConfig
+from fleet.last_word import latched_since
 from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
 from fleet.markers import Kind, history, render
 from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView
@@ -334,17 +335,22 @@ def _claim(
     ctx: FleetContext,
     w: WorkerConfig,
     view: WorkerView,
-    issue: int,
+    the: Issue,
     run_id: str,
     timings: dict[str, float],
 ) -> Unit | None:
-    """Checks 6 and 10 under the fleet lock: probe every worker, then claim the name."""
+    """Checks 6 and 10 under the fleet lock: probe every worker, re-read the last word, then
+    claim the name."""
     inv = ctx.inventory
+    issue = the.number
     try:
         with fleet_lock(ctx) as lock:
             t_probe = time.monotonic()
             views = probe_fleet(ctx)
             _no_live_run(ctx, views, issue, w)
+            late = _relatched(ctx, {issue: the})
+            if late:
+                raise _Refused(6, Exit.LATCHED_UNDER_LOCK, late[issue], w.name)
             _canary_still_open(w, view, views)
             env = {
                 "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
@@ -372,6 +378,26 @@ def _claim(
             w.name,
         ) from None
     return _claimed(claim, w)
+
+
+def _relatched(ctx: FleetContext, before: Mapping[int, Issue]) -> dict[int, str]:
+    """The last word of each issue re-read inside the lock hold (``fleet.last_word``): one issue
+    read for one dispatch, one page read for a batch. Its own outage fails open (D5): every check
+    already passed on a fresh read."""
+    try:
+        if len(before) == 1:
+            now = {n: ctx.board.issue(n) for n in before}
+        else:
+            now = {i.number: i for i in ctx.board.read().issues}
+    except BoardError as exc:
+        ctx.warn(
+            f"fleet: warning: the re-read of the last marker under the fleet lock failed ({exc}); "
+            "proceeding on the fresh read"
+        )
+        return {}
+    policy = ctx.inventory.policy
+    why = {n: latched_since(b, now.get(n), policy) for n, b in before.items()}
+    return {n: w for n, w in why.items() if w is not None}
 
 
 def _no_live_run(
@@ -439,7 +465,7 @@ def dispatch(
                 run_id,
             )
         _sync(ctx, w, issue, run_id)
-        unit = _claim(ctx, w, view, issue, run_id, timings)
+        unit = _claim(ctx, w, view, the, run_id, timings)
     except _Refused as r:
         return DispatchResult(
             issue,
@@ -593,7 +619,7 @@ def _batch(
                 going.remove(g)
     _sync_once(ctx, going, refuse)
     if going:
-        _claim_batch(ctx, going, refuse, out, began=began, size=len(requests))
+        _claim_batch(ctx, going, issues, refuse, out, began=began, size=len(requests))
     return [out[i] for i in range(len(requests))]
 
 
@@ -637,14 +663,17 @@ def _sync_once(
 def _claim_batch(
     ctx: FleetContext,
     going: list[_Going],
+    issues: Mapping[int, Issue],
     refuse: Callable[[_Going, _Refused], None],
     out: dict[int, DispatchResult],
     *,
     began: float,
     size: int,
 ) -> None:
-    """Checks 6 and 10 for the whole batch under ONE hold of the fleet lock: one probe, then the
-    claims, at most ``CLAIMS_PER_WORKER`` at a time on each worker's one connection."""
+    """Checks 6 and 10 for the whole batch under ONE hold of the fleet lock: one probe, one page
+    read for the last words (``issues`` are the fresh reads the checks passed on, by batch index),
+    then the claims, at most ``CLAIMS_PER_WORKER`` at a time on each worker's one
+    connection."""
     inv = ctx.inventory
     live_at: dict[int, float] = {}
     units: dict[int, Unit | None] = {}
@@ -694,6 +723,11 @@ def _claim_batch(
                 except _Refused as r:
                     refuse(g, r)
                     going.remove(g)
+            late = _relatched(ctx, {g.issue: issues[g.at] for g in going}) if going else {}
+            for g in [g for g in going if g.issue in late]:
+                assert g.w is not None
+                refuse(g, _Refused(6, Exit.LATCHED_UNDER_LOCK, late[g.issue], g.w.name))
+                going.remove(g)
             lanes = [
                 gs[i::CLAIMS_PER_WORKER]
                 for gs in _by_worker(going).values()

@@ -37,6 +37,7 @@ class Exit(IntEnum):
     MARKER_PARKED = 37  # predicate 8: a hold latch, or a retry parked until a later time
     UNAPPROVED = 38  # predicate 12: an untrusted author's issue no trusted person approved
     CAPACITY_LOOP = 39  # predicate 7: the issue's capacity outcomes reached policy.capacity_cap
+    LATCHED_UNDER_LOCK = 40  # checks 6/10: re-read under the lock, the last word now latches
     HELD_LIVE = 41  # check 10: same worker, the unit is live
     HELD_FINISHED = 42  # check 10: the name is held by a finished unit still unloading
     SUPERVISOR_FAILED = 43  # check 10: the supervisor failed, not a collision

@@ -59,6 +59,7 @@ _REFUSALS = {
     Exit.NO_RUNNER,
     Exit.HELD_LIVE,
     Exit.HELD_OTHER_WORKER,
+    Exit.LATCHED_UNDER_LOCK,
     Exit.NO_SUCH_WORKER,
     Exit.ALL_DARK,
     Exit.NONE_REACHABLE,

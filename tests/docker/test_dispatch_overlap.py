@@ -3,6 +3,9 @@
 - A pusher merges into ``main`` over and over while one sweep dispatches 50 issues: check 9 never
   refuses a clone for a ``main`` that merely moved on during its sync, no issue runs twice, and every
   run's start marker names the run the dispatch launched.
+- A cancel of a live run on a worker, with a sweep whose snapshot falls between the runner's
+  ``stopped`` and the cancel's ``cancelled`` (forced by the two boards' handshake of
+  ``tests/integration/test_cancel_window.py``): the sweep does not start the issue again.
 
 Every loop is bounded in count and time; every unit a test starts is stopped when it ends.
 """
@@ -21,13 +24,16 @@ import pytest
 
 from fleet.board import open_board
 from fleet.board.local import LocalBoard
+from fleet.cancel import cancel
 from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.harness import HarnessInfo
 from fleet.inventory import load
 from fleet.markers import TERMINAL, Kind, history
 from fleet.model import CIState, Issue
+from fleet.observe import probe_fleet
 from fleet.roles.sweeper import tick
+from tests.cancel_window import Window, cancel_board, dispatch_board
 
 pytestmark = pytest.mark.docker
 
@@ -151,3 +157,56 @@ def test_a_sweep_of_50_while_main_moves_is_never_refused_by_check_9(
         assert len(starts) == 1, f"#{n}: {len(starts)} start markers (a duplicate run)"
         assert starts[0].get("run") == by_issue[n].run_id, f"#{n}: the start names another run"
         assert starts[0].get("worker") == by_issue[n].worker, f"#{n}: started on another worker"
+
+
+def _wait_marker(board: LocalBoard, n: int, kind: Kind) -> Issue:
+    end = time.monotonic() + RUNS_DEADLINE_S
+    while True:
+        issue = board.issue(n)
+        if issue is not None and any(m.kind is kind for m in history(issue, "fleet").markers):
+            return issue
+        assert time.monotonic() < end, f"#{n}: no {kind} marker after {RUNS_DEADLINE_S}s"
+        time.sleep(POLL_S)
+
+
+@pytest.mark.timeout(600)
+def test_a_sweep_in_the_cancel_window_does_not_start_the_issue_again(
+    overlap: OverlapFleet,
+) -> None:
+    inv = overlap.ctx.inventory
+    n = overlap.board.create_issue("cancel window", "hang", labels=["demo:hang"])
+    first = tick(overlap.ctx, apply=True)
+    [launched] = [r for r in first.results if r.issue == n]
+    assert launched.launched, launched.line()
+    _wait_marker(overlap.board, n, Kind.START)
+    path, origin = inv.board.path, inv.board.origin
+    assert path is not None
+    w = Window()
+    reports: list[object] = []
+
+    def cancelling() -> None:
+        with FleetContext(inv, cancel_board(path, origin, w)) as ctx:
+            reports.append(cancel(ctx, n, author="ops", reason="wrong spec"))
+
+    t = threading.Thread(target=cancelling)
+    t.start()
+    try:
+        assert w.cancel_in_lock.wait(120), "the cancel never reached its marker"
+        with FleetContext(inv, dispatch_board(path, origin, w)) as ctx:
+            report = tick(ctx, apply=True)
+    finally:
+        w.dispatch_read.set()
+        t.join(120)
+    assert reports and reports[0].code is Exit.OK, reports  # type: ignore[attr-defined]
+    assert n in [d.issue for d in report.plan.dispatch]  # the snapshot saw `stopped`, no unit
+    [again] = [r for r in report.results if r.issue == n]
+    assert (again.check, again.code) == (6, Exit.LATCHED_UNDER_LOCK), again.line()
+    issue = overlap.board.issue(n)
+    assert issue is not None
+    kinds = [m.kind for m in history(issue, "fleet").markers]
+    assert kinds == [Kind.START, Kind.STOPPED, Kind.CANCELLED], kinds
+    with FleetContext(inv, overlap.board) as ctx:
+        live = [
+            (v.name, u.name) for v in probe_fleet(ctx) for u in v.units if u.issue == n and u.live
+        ]
+    assert not live, f"task-{n} live after the cancel: {live}"
