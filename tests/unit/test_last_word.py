@@ -38,7 +38,7 @@ def test_closed_while_waiting_refuses_and_unreadable_fails_open() -> None:
 
 
 def test_a_look_alike_from_someone_else_is_not_a_word() -> None:
-    forged = marker(Kind.CANCELLED, author="stranger")
+    forged = marker(Kind.START, author="stranger")  # only the fleet posts a start
     assert latched_since(issue(7), issue(7, timeline=[forged]), FLEET) is None
 
 
