@@ -74,7 +74,7 @@ GITHUB_BOARD_KEYS = ("kind", "owner", "repo", "project_number", "identity", "tok
 LOCK_KEYS = ("path", "wait_s", "host")
 HALT_KEYS = ("file", "issue_title")
 POLICY_KEYS = ("hold_labels", "fixture_label", "do_not_dispatch", "attempt_cap", "capacity_cap", "retry_backoffs_s",
-               "reaper_threshold_s", "timer_period_s", "max_run_s", "report_label")
+               "max_turns", "reaper_threshold_s", "timer_period_s", "max_run_s", "report_label")
 WORKER_KEYS = ("name", "transport", "host", "port", "master", "lane", "clone", "runner_clone",
                "runner_remote", "path_prefix", "agent", "supervisor", "key", "known_hosts",
                "state_dir", "python", "max_run_s", "agent_kind")
@@ -422,6 +422,7 @@ def _policy(top: _Node) -> tuple[_Node, dict[str, Any]]:
         "do_not_dispatch": node.text("do_not_dispatch", _POLICY.do_not_dispatch),
         "attempt_cap": node.integer("attempt_cap", _POLICY.attempt_cap),
         "capacity_cap": node.integer("capacity_cap", _POLICY.capacity_cap),
+        "max_turns": node.integer("max_turns", _POLICY.max_turns),
         "retry_backoffs_s": node.items(
             "retry_backoffs_s",
             _POLICY.retry_backoffs_s,

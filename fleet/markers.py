@@ -44,6 +44,7 @@ class Kind(StrEnum):
     CAPACITY = "capacity"
     STOPPED = "stopped"  # an external signal: claims nothing about the work (D12)
     TIMED_OUT = "timed-out"  # the unit's run-time limit was reached (a named outcome, not a hang)
+    TURN_LIMIT = "turn-limit"  # the run reached policy.max_turns (D13): a bounded stuck task
     GARBLED = "garbled"  # the agent's output held no readable result envelope
     REAPED = "reaped"  # an orphaned start reset by the reaper (D14)
     SUPERSEDED = "superseded"  # a duplicate unit stopped by oldest-wins repair (D4); not a failure
@@ -65,6 +66,7 @@ GLYPHS: Mapping[Kind, str] = {
     Kind.CAPACITY: "◐",
     Kind.STOPPED: "■",
     Kind.TIMED_OUT: "⌛",
+    Kind.TURN_LIMIT: "⟲",
     Kind.GARBLED: "⁇",
     Kind.REAPED: "♻",
     Kind.SUPERSEDED: "⇢",
@@ -102,6 +104,7 @@ TERMINAL = frozenset(
         Kind.CAPACITY,
         Kind.STOPPED,
         Kind.TIMED_OUT,
+        Kind.TURN_LIMIT,
         Kind.GARBLED,
         Kind.REAPED,
         Kind.SUPERSEDED,

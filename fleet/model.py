@@ -282,6 +282,14 @@ class Policy:
     # work, three in all; a fourth is no longer the accounts' fault. A guess until measured.
     capacity_cap: int = 3
     retry_backoffs_s: tuple[int, ...] = (30, 120, 480)
+    # D13's max turns per run: bounds an agent stuck in a loop of tool calls that the run-time
+    # limit would let burn for an hour. Passed as the CLI's own flag where it has one (Claude Code's
+    # --max-turns, fleet/agentkinds), else enforced by the runner (fleet/runner/turns.py). The seed
+    # fleet's measured distribution was p90 146, max 164, and 131 runs at a cap never reached it;
+    # ours is not measured yet, so the bound sits above that max: a run doing real work is never
+    # cut. The experiment that settles it: the turns of this fleet's runs (num_turns, in each
+    # close-out's log line), p99 plus headroom.
+    max_turns: int = 200
     # D13: "2x the longest run ever observed". No run of ours is measured yet, but none can outlive
     # its unit's run-time limit (inventory DEFAULT_MAX_RUN_S = 3600 s, plus a 20 s stop grace):
     # 2 x 3600 s only ever judges runs that provably ended; the probe, not this clock, decides.

@@ -20,7 +20,8 @@ A ``demo:<mode>`` label on the issue selects a fault, each one a real-world fail
 name distinctly (D20): ``rate-limit``, ``rate-limit-unknown``, ``revoked``, ``transient`` (no
 envelope: failed before the first turn, D7), ``crash``, ``hang`` (with a child process, so a
 tree-kill can be observed, D3), ``wait-go`` (a long run that succeeds once its issue is labelled
-``demo:go``: runs that overlap and end out of order), ``no-op``, ``pr-open``, ``blocker``, ``garbled``, and the two
+``demo:go``: runs that overlap and end out of order), ``loop`` (turn after turn, never
+done: D13's max-turns bound), ``no-op``, ``pr-open``, ``blocker``, ``garbled``, and the two
 attacks of a model's own words: ``inject-revoked`` and ``inject-limit`` (a final message carrying a
 revocation or limit text, exit 0). Every mode exists for every kind; where a CLI documents no text
 for a failure (a Codex or Gemini limit), the stand-in prints words marked as its own.
@@ -62,6 +63,7 @@ class Run:
     results: Path | None
     started: float
     kind: str = "claude"
+    max_turns: int | None = None  # Claude Code's own --max-turns flag, when the runner passed it
 
     @property
     def number(self) -> int:
@@ -297,6 +299,39 @@ def _wait_go(run: Run) -> int:
     return 1
 
 
+# The loop mode's pace: one tool-call turn per this many seconds, slow enough that the runner's
+# turn count (every 2 s) sees the bound passed after a few looks, fast enough for a test.
+LOOP_TURN_S = 0.1
+
+
+def _loop(run: Run) -> int:
+    """An agent stuck in a loop of tool calls, the stuck task D13's max turns bounds. Claude honours
+    its own ``--max-turns`` (ending as Claude Code does, ``error_max_turns``); Codex streams a turn
+    per step and never stops by itself; Gemini and a plain agent print nothing countable."""
+    _chatter(run)
+    deadline = time.monotonic() + HANG_S
+    turn = 0
+    while time.monotonic() < deadline:
+        if run.kind == "claude" and run.max_turns is not None and turn >= run.max_turns:
+            _claude(
+                run,
+                result="",
+                turns=turn,
+                subtype="error_max_turns",
+                is_error=True,
+                terminal_reason="max_turns",
+            )
+            return 1
+        turn += 1
+        if run.kind == "codex":
+            _event({"type": "turn.started"})
+            item = {"id": f"item_{turn}", "type": "command_execution", "command": "git status"}
+            _event({"type": "item.completed", "item": {**item, "status": "completed"}})
+            _event({"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 1}})
+        time.sleep(LOOP_TURN_S)
+    return 1
+
+
 def _blocker(run: Run) -> int:
     _chatter(run)
     needs = list(run.issue.open_blockers)
@@ -338,6 +373,7 @@ MODES: dict[str, Callable[[Run], int]] = {
     "crash": _crash,
     "hang": _hang,
     "wait-go": _wait_go,
+    "loop": _loop,
     "blocker": _blocker,
     "garbled": _garbled,
     "inject-revoked": lambda run: _inject(run, "Invalid API key · Please run /login"),
@@ -376,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     parser = argparse.ArgumentParser(prog="python -m fleet.agents.demo", description=__doc__)
     parser.add_argument("--kind", choices=KINDS, default="claude", help="the CLI to speak as")
-    args, _rest = parser.parse_known_args(argv)  # a real CLI's flags (--max-turns) are ignored
+    parser.add_argument("--max-turns", type=int, default=None, help="Claude Code's turn bound")
+    args, _rest = parser.parse_known_args(argv)  # a real CLI's other flags are ignored
     env = os.environ
     missing = [k for k in ("FLEET_ISSUE", "FLEET_BOARD_PATH", "FLEET_ORIGIN") if not env.get(k)]
     if missing or not env.get("FLEET_ISSUE", "").isdigit():
@@ -396,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         results = Path(env["FLEET_RESULTS"]) if env.get("FLEET_RESULTS") else None
         run_id = env.get("FLEET_RUN_ID") or "local"
-        run = Run(issue, board, run_id, results, started, args.kind)
+        run = Run(issue, board, run_id, results, started, args.kind, args.max_turns)
         return MODES[mode_of(issue)](run)
     finally:
         board.disconnect()

@@ -46,6 +46,7 @@ KINDS: Mapping[Outcome, Kind] = {
     Outcome.RETRY_PARKED: Kind.PARKED,
     Outcome.STOPPED: Kind.STOPPED,
     Outcome.TIMED_OUT: Kind.TIMED_OUT,
+    Outcome.TURN_LIMIT: Kind.TURN_LIMIT,
     Outcome.GARBLED: Kind.GARBLED,
     Outcome.TOMBSTONE_RISK: Kind.CROSS_REPO,
 }
@@ -88,6 +89,8 @@ def decide_close_out(
     now: datetime,
     run_id: str | None = None,
     agent: AgentKind = AgentKind.CLAUDE,
+    max_turns: int | None = None,
+    turns_stopped: int | None = None,
 ) -> CloseOut:
     """Step 8, pure: ``output`` is the agent's merged stdout+stderr, ``prs`` the forge's answer,
     ``agent`` the worker's agent kind (its adapter reads the output)."""
@@ -114,6 +117,7 @@ def decide_close_out(
         limit=limit,
         retry=retry,
         declared_blocker=blocker,
+        turn_limited=turn_limit_detail(report, max_turns, turns_stopped),
     )
     if workspace_failure is not None and signal_name is None:
         decision = OutcomeDecision(Outcome.FAILED, None, workspace_failure)
@@ -133,6 +137,26 @@ def decide_close_out(
     )
     warnings = (warning,) if warning else ()
     return CloseOut(report, limit, retry, blocker, decision, marker, warnings)
+
+
+def turn_limit_detail(
+    report: AgentReport, max_turns: int | None, turns_stopped: int | None
+) -> str | None:
+    """How the run met its D13 turn bound, or None: the runner stopped it (a CLI without its own
+    flag), or the CLI's own flag ended it — an error reading whose turns reached the bound."""
+    if max_turns is None:
+        return None
+    if turns_stopped is not None:
+        return (
+            f"the runner stopped the agent after {turns_stopped} turns: over policy.max_turns "
+            f"{max_turns} ({report.agent} has no max-turns flag of its own)"
+        )
+    if report.is_error and report.turns is not None and report.turns >= max_turns:
+        return (
+            f"the agent's own max-turns flag ended the run at {report.turns} turns "
+            f"(policy.max_turns {max_turns})"
+        )
+    return None
 
 
 def _evidence(report: AgentReport) -> str:
@@ -175,7 +199,7 @@ def marker_for(
     note = decision.detail
     if kind is Kind.STOPPED:
         note = "Stopped by an external signal. This says nothing about the work (D12)."
-    if kind in (Kind.GARBLED, Kind.FAILED, Kind.NO_OP, Kind.CAPACITY, Kind.PARKED):
+    if kind in (Kind.GARBLED, Kind.FAILED, Kind.NO_OP, Kind.CAPACITY, Kind.PARKED, Kind.TURN_LIMIT):
         note = f"{decision.detail}\n{evidence}"
     if kind is Kind.BLOCKED and blocker is not None:
         note = f"Declared blocker: {blocker.get('reason', '')}"

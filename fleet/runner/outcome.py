@@ -10,7 +10,7 @@ created at or after ``RUN_STARTED_AT`` can be this run's. The rules, first match
    by exit code. A *garbled* capture proves nothing about turns, so it skips this rule and lets the
    forge speak: a merged PR after the start is evidence the model cannot forge;
 4. an own-repository PR created at/after the start: merged → ``SUCCESS``; open → ``PR_OPEN`` (an open
-   PR is not finished, D2);
+   PR is not finished, D2); else the run met its turn bound (D13) → ``TURN_LIMIT``;
 5. a merged PR of *another* repository created after the start: ``SUCCESS`` when the forge says it
    closed the issue (``closed_issue``: GitHub closes an issue by a cross-repository closing keyword
    of a user with access), else ``TOMBSTONE_RISK``: a success marker on an issue that stays open is
@@ -44,6 +44,7 @@ class Outcome(StrEnum):
     RETRY_PARKED = "retry-parked"
     STOPPED = "stopped"
     TIMED_OUT = "timed-out"
+    TURN_LIMIT = "turn-limit"  # policy.max_turns reached: by the CLI's own flag or the runner's
     GARBLED = "garbled"
     TOMBSTONE_RISK = "tombstone-risk"
 
@@ -89,8 +90,10 @@ def derive_outcome(
     limit: LimitSignal | None,
     retry: RetryDecision | None,
     declared_blocker: dict | None,
+    turn_limited: str | None = None,
 ) -> OutcomeDecision:
-    """The terminal outcome of one run; ``prs`` are the PRs whose bodies close the issue."""
+    """The terminal outcome of one run; ``prs`` are the PRs whose bodies close the issue.
+    ``turn_limited`` says how the runner stopped the agent at policy.max_turns (D13), if it did."""
     if signal is not None:
         return OutcomeDecision(
             Outcome.STOPPED, None, f"stopped by {signal}; no claim about the work"
@@ -111,6 +114,8 @@ def derive_outcome(
     if still_open:
         pr = still_open[-1]
         return OutcomeDecision(Outcome.PR_OPEN, pr, f"PR #{pr.number} is open: not finished (D2)")
+    if turn_limited is not None:  # after the own PRs: the forge's answer outranks the bound (D2)
+        return OutcomeDecision(Outcome.TURN_LIMIT, None, turn_limited)
     foreign = [p for p in ours if p.repository != "" and p.merged]
     closers = [p for p in foreign if p.closed_issue]
     if closers:  # GitHub closed the issue by it: a success by GitHub's rules, no tombstone (D6)

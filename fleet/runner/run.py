@@ -33,6 +33,7 @@ from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
 from fleet.model import Comment, Issue, PullRequest, iso
+from fleet.runner import turns
 from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
 from fleet.runner.capacity import capacity_path, to_capacity
 from fleet.runner.closeout import CloseOut, decide_close_out
@@ -68,6 +69,7 @@ class Runner:
     _deferred: bool = False  # inside step 5: a signal is recorded, acted on when git returns
     worktree: Worktree | None = None  # step 5's workspace, released by the close-out's finally
     _agent: subprocess.Popen[bytes] | None = None
+    turns_stopped: int | None = None  # the runner stopped the agent at this many turns (D13)
 
     # -- small helpers ---------------------------------------------------------------------------
     def say(self, line: str) -> None:
@@ -259,9 +261,10 @@ class Runner:
             }
         )
         limit_s = agent_timeout(self.worker.max_run_s)
+        kind, max_turns = self.worker.agent_kind, self.inventory.policy.max_turns
         with open(log, "wb") as out, open(brief_file, "rb") as stdin:  # 7
             self._agent = subprocess.Popen(
-                ["/bin/sh", "-c", self.worker.agent],
+                ["/bin/sh", "-c", turns.command_for(self.worker.agent, kind, max_turns)],
                 cwd=wt.path,
                 stdin=stdin,
                 stdout=out,
@@ -269,17 +272,39 @@ class Runner:
                 env=env,
                 start_new_session=True,
             )
+            return self._wait_agent(limit_s, log, turns.runner_bound(kind, max_turns))
+
+    def _wait_agent(self, limit_s: float, log: Path, bound: int | None) -> tuple[int | None, bool]:
+        """The agent's exit code, or None and whether the run-time limit ended it. With a turn
+        ``bound`` (a CLI with no flag of its own, D13) the capture is counted every TURN_POLL_S and
+        the agent stopped once it is past: ``turns_stopped`` then names the count."""
+        assert self._agent is not None
+        deadline = time.monotonic() + limit_s
+        while True:
+            left = deadline - time.monotonic()
             try:
-                return self._agent.wait(timeout=limit_s), False
+                wait_s = left if bound is None else min(left, turns.TURN_POLL_S)
+                return self._agent.wait(timeout=max(wait_s, 0.0)), False
             except subprocess.TimeoutExpired:
-                self.say(f"agent passed its run-time limit ({limit_s:.0f}s); stopping it")
-                self._stop_agent(signal.SIGTERM)
-                try:
-                    self._agent.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self._stop_agent(signal.SIGKILL)
-                    self._agent.wait()
-                return None, True
+                if time.monotonic() >= deadline:
+                    self.say(f"agent passed its run-time limit ({limit_s:.0f}s); stopping it")
+                    self._end_agent()
+                    return None, True
+                count = turns.turns_so_far(log, self.worker.agent_kind)
+                if turns.over_bound(count, bound):
+                    self.say(f"agent passed policy.max_turns ({count} > {bound}); stopping it")
+                    self.turns_stopped = count
+                    self._end_agent()
+                    return None, False
+
+    def _end_agent(self) -> None:
+        assert self._agent is not None
+        self._stop_agent(signal.SIGTERM)
+        try:
+            self._agent.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._stop_agent(signal.SIGKILL)
+            self._agent.wait()
 
     def _prs(self) -> tuple[tuple[PullRequest, ...], str | None]:
         for attempt in (1, 2):
@@ -321,6 +346,8 @@ class Runner:
             now=now,
             run_id=self.run_id,
             agent=self.worker.agent_kind,
+            max_turns=self.inventory.policy.max_turns,
+            turns_stopped=self.turns_stopped,
         )
         for line in (warning, *out.warnings):
             if line:

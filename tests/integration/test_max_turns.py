@@ -1,0 +1,72 @@
+"""D13's max-turns bound, through real dispatches and the real runner: a Claude agent gets its own
+``--max-turns`` flag and ends itself; a Codex agent (no such flag) is counted and stopped by the
+runner. Both end with the named outcome ``turn-limit``, which spends an attempt."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from fleet.board import open_board
+from fleet.context import FleetContext
+from fleet.dispatch import dispatch
+from fleet.inventory import InventoryError, load, loads
+from fleet.markers import Kind, history
+from fleet.model import CIState
+from fleet.runner.turns import runner_bound
+from tests.integration.test_dispatch import Fleet, has_marker, wait_for, write_fleet_inventory
+
+pytestmark = pytest.mark.timeout(120)
+
+MAX_TURNS = 3
+
+
+def _fleet(root: Path, kind: str) -> Fleet:
+    root = root.resolve()
+    path = write_fleet_inventory(root, ("w1",))
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("policy:\n", f"policy:\n  max_turns: {MAX_TURNS}\n")
+    demo = f"{sys.executable} -m fleet.agents.demo"
+    text = text.replace(f"agent: {demo}\n", f"agent: {demo} --kind {kind}\n")
+    path.write_text(text, encoding="utf-8")
+    inv = load(path)
+    assert inv.policy.max_turns == MAX_TURNS and inv.workers[0].agent_kind.value == kind
+    board = open_board(inv, create=True)
+    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
+    return Fleet(root, path, inv, board, FleetContext(inv, board))
+
+
+@pytest.mark.parametrize(
+    ("kind", "how"),
+    [
+        ("claude", "the agent's own max-turns flag ended the run at 3 turns"),
+        ("codex", "the runner stopped the agent after"),
+    ],
+)
+def test_a_looping_agent_ends_at_the_turn_bound_with_a_named_outcome(
+    tmp_path: Path, kind: str, how: str
+) -> None:
+    f = _fleet(tmp_path, kind)
+    with f.ctx:
+        n = f.board.create_issue("Loop forever", labels=["demo:loop"])
+        r = dispatch(f.ctx, n)
+        assert r.launched, r.line()
+        issue = wait_for(f.board, n, has_marker(Kind.TURN_LIMIT))
+        h = history(issue, "fleet")
+        m = h.last_marker
+        assert m is not None and m.kind is Kind.TURN_LIMIT and m.get("run") == r.run_id
+        assert how in m.note, m.note
+        assert h.attempts == 1  # a stuck task spends its attempt (D13: the attempt cap bounds it)
+        assert runner_bound(f.inventory.workers[0].agent_kind, MAX_TURNS) == (
+            MAX_TURNS if kind == "codex" else None
+        )
+
+
+def test_max_turns_is_a_positive_integer_with_its_position(tmp_path: Path) -> None:
+    path = write_fleet_inventory(tmp_path.resolve(), ("w1",))
+    text = path.read_text(encoding="utf-8").replace("policy:\n", "policy:\n  max_turns: zero\n")
+    with pytest.raises(InventoryError) as err:
+        loads(text, str(path))
+    assert f"{path}:5:14: policy.max_turns: expected a positive integer" in str(err.value)
