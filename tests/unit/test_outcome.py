@@ -139,6 +139,18 @@ CASES = [
         None,
     ),
     ("no-pr-is-a-no-op-never-a-success", {}, Outcome.NO_OP, None),
+    (
+        "the-turn-bound-met-is-turn-limit",
+        {"turn_limited": "stopped after 9 turns", "exit_code": None},
+        Outcome.TURN_LIMIT,
+        None,
+    ),
+    (
+        "a-merged-pr-outranks-the-turn-bound",
+        {"turn_limited": "stopped after 9 turns", "prs": [MERGED_NEW]},
+        Outcome.SUCCESS,
+        11,
+    ),
 ]
 
 
