@@ -114,8 +114,6 @@ def derive_outcome(
     if still_open:
         pr = still_open[-1]
         return OutcomeDecision(Outcome.PR_OPEN, pr, f"PR #{pr.number} is open: not finished (D2)")
-    if turn_limited is not None:  # after the own PRs: the forge's answer outranks the bound (D2)
-        return OutcomeDecision(Outcome.TURN_LIMIT, None, turn_limited)
     foreign = [p for p in ours if p.repository != "" and p.merged]
     closers = [p for p in foreign if p.closed_issue]
     if closers:  # GitHub closed the issue by it: a success by GitHub's rules, no tombstone (D6)
@@ -126,6 +124,8 @@ def derive_outcome(
             f"PR {pr.repository}#{pr.number} merged in another repository and GitHub closed this "
             "issue by it",
         )
+    if turn_limited is not None:  # after the successes: the forge's answer outranks the bound (D2)
+        return OutcomeDecision(Outcome.TURN_LIMIT, None, turn_limited)
     if foreign:
         pr = foreign[-1]
         return OutcomeDecision(
