@@ -34,6 +34,7 @@ from fleet import harness
 from fleet.context import FleetContext
 from fleet.markers import TERMINAL, Kind, history
 from fleet.model import Issue
+from fleet.progress import Meter
 from fleet.roles.sweeper import tick
 from fleet.trace import Trace, iter_trace
 
@@ -125,25 +126,28 @@ def run_drain(
         t0 = time.monotonic()
         next_tick = t0
         closed: dict[int, Issue] = {}
-        while time.monotonic() - t0 < deadline:
-            if time.monotonic() >= next_tick:
-                ticks += 1
-                for r in tick(ctx, apply=True, trace=trace).results:
-                    if not r.launched:
-                        key = f"check {r.check} {r.code.name}"
-                        refusals[key] = refusals.get(key, 0) + 1
-                next_tick = time.monotonic() + period
-            peak_mem = max(peak_mem, _memory_bytes(ids))
-            for issue in bf.board.list_issues():  # type: ignore[attr-defined]
-                if (
-                    issue.number in numbers
-                    and _finished(issue, mode)
-                    and issue.number not in closed
-                ):
-                    closed[issue.number] = issue
-            if len(closed) == len(numbers):
-                break
-            time.sleep(POLL_S)
+        with Meter(f"drain bench: {mode} issues finished", total=count, out=sys.stderr) as meter:
+            while time.monotonic() - t0 < deadline:
+                meter.update(len(closed), f"tick {ticks}")
+                if time.monotonic() >= next_tick:
+                    ticks += 1
+                    for r in tick(ctx, apply=True, trace=trace).results:
+                        if not r.launched:
+                            key = f"check {r.check} {r.code.name}"
+                            refusals[key] = refusals.get(key, 0) + 1
+                    next_tick = time.monotonic() + period
+                peak_mem = max(peak_mem, _memory_bytes(ids))
+                for issue in bf.board.list_issues():  # type: ignore[attr-defined]
+                    if (
+                        issue.number in numbers
+                        and _finished(issue, mode)
+                        and issue.number not in closed
+                    ):
+                        closed[issue.number] = issue
+                if len(closed) == len(numbers):
+                    break
+                time.sleep(POLL_S)
+            meter.update(len(closed), f"tick {ticks}")
         wall = time.monotonic() - t0
         cpu = _cpu_s() - cpu0
         after = container_cpu_ns(bf.info)

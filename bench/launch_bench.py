@@ -48,6 +48,7 @@ from bench.harness_fleet import BenchFleet, container_cpu_ns, harness_up, quanti
 from fleet import harness
 from fleet.context import FleetContext
 from fleet.dispatch import DispatchResult, dispatch
+from fleet.progress import Meter
 from fleet.roles.sweeper import tick
 from fleet.trace import Trace
 
@@ -269,20 +270,23 @@ def bench(
         "payload": payload,
     }
     done: list[dict[str, object]] = []
-    for i in range(rounds):
-        f = run_fleet(bf, count)
-        p = run_parallel(info, eps, count, jobs=parallel_jobs)
-        u = run_parallel(info, eps, count, job=unit_job(i), jobs=parallel_jobs)
-        done.append(
-            {
-                "fleet": f,
-                "parallel": p,
-                "parallel_unit": u,
-                "ratio": f["rate"] / p["rate"],  # type: ignore[operator]
-                "ratio_unit": f["rate"] / u["rate"],  # type: ignore[operator]
-                "load_avg": os.getloadavg(),
-            }
-        )
+    with Meter("launch bench: rounds", total=rounds, out=sys.stderr) as meter:
+        for i in range(rounds):
+            meter.update(i, f"round {i + 1}: fleet, GNU parallel, parallel + unit")
+            f = run_fleet(bf, count)
+            p = run_parallel(info, eps, count, jobs=parallel_jobs)
+            u = run_parallel(info, eps, count, job=unit_job(i), jobs=parallel_jobs)
+            done.append(
+                {
+                    "fleet": f,
+                    "parallel": p,
+                    "parallel_unit": u,
+                    "ratio": f["rate"] / p["rate"],  # type: ignore[operator]
+                    "ratio_unit": f["rate"] / u["rate"],  # type: ignore[operator]
+                    "load_avg": os.getloadavg(),
+                }
+            )
+        meter.update(rounds, "done")
     out["rounds"] = done
     for key in ("fleet", "parallel", "parallel_unit"):
         out[key] = _median_of(done, key)

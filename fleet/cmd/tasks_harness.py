@@ -8,6 +8,8 @@ project (and so the container names ``<project>-w1`` ...) is ``$FLEET_HARNESS_PR
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from invoke import Collection, task
@@ -28,6 +30,27 @@ def _progress(line: str) -> None:
     print(line, flush=True)
 
 
+@contextmanager
+def _build_progress() -> Iterator[Callable[[str], None]]:
+    """The image build's progress: on a terminal one line redrawn in place (elapsed time and the
+    build's latest output) under its steps; elsewhere every line, as the build prints it."""
+    from fleet.progress import Meter
+
+    if not sys.stdout.isatty():
+        yield _progress
+        return
+    with Meter("harness: worker image") as meter:
+
+        def progress(line: str) -> None:
+            if line.startswith("  "):  # a streamed line of pip, mmdebstrap or docker import
+                meter.update(None, line.strip()[:100])
+            else:  # a step of the build
+                meter.line(line)
+                meter.update(None, line[:100])
+
+        yield progress
+
+
 def docker_tests_env() -> dict[str, str]:
     """For ``invoke test``: ``FLEET_DOCKER=1`` when a Docker engine answers, after building the
     worker image here with its progress shown (minutes the first time; the test session would
@@ -41,7 +64,8 @@ def docker_tests_env() -> dict[str, str]:
         return {}
     print(f"harness: {why}; the docker tests run (project {harness.project()})", flush=True)
     try:
-        harness.build_image(progress=_progress)
+        with _build_progress() as progress:
+            harness.build_image(progress=progress)
     except harness.HarnessError as exc:  # an engine but no image: fail loudly, never skip
         raise _fail(exc) from None
     return {"FLEET_DOCKER": "1"}
@@ -53,7 +77,8 @@ def image(c):
     from fleet import harness
 
     try:
-        tag = harness.build_image(progress=_progress)
+        with _build_progress() as progress:
+            tag = harness.build_image(progress=progress)
     except harness.HarnessError as exc:
         raise _fail(exc) from None
     print(tag)
