@@ -30,6 +30,7 @@ class CycleCost:
     at: datetime | None
     cost: int
     unit: str
+    skipped: int = 0  # board items that read could not see (GitHub's partial answers)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ def recorded_cycles(
             at = parse_iso(str(ev.get("at", "")))
         except ValueError:
             at = None
-        out.append(CycleCost(at, cost, str(ev.get("cost_unit", ""))))
+        skipped = ev.get("skipped")
+        n = skipped if isinstance(skipped, int) and not isinstance(skipped, bool) else 0
+        out.append(CycleCost(at, cost, str(ev.get("cost_unit", "")), n))
     return out[-limit:] if limit > 0 else []
 
 
@@ -80,7 +83,13 @@ def as_json(
             "reset_at": iso(budget.reset_at) if budget.reset_at else None,
         },
         "recorded": [
-            {"at": iso(c.at) if c.at else None, "cost": c.cost, "unit": c.unit} for c in cycles
+            {
+                "at": iso(c.at) if c.at else None,
+                "cost": c.cost,
+                "unit": c.unit,
+                "skipped": c.skipped,
+            }
+            for c in cycles
         ],
         "summary": summary(cycles),
     }
@@ -119,5 +128,6 @@ def render(
     s = summary(cycles)
     lines.append(f"  last {s['cycles']} sweeps: min {s['min']}, mean {s['mean']}, max {s['max']}")
     for c in cycles:
-        lines.append(f"    {iso(c.at) if c.at else '?'}  {c.cost} {c.unit}".rstrip())
+        unseen = f"  ({c.skipped} item(s) unreadable, skipped)" if c.skipped else ""
+        lines.append(f"    {iso(c.at) if c.at else '?'}  {c.cost} {c.unit}{unseen}".rstrip())
     return "\n".join(lines)

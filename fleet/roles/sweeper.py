@@ -123,7 +123,10 @@ class Sweeper:
         self.page, error = read_page(self.ctx)
         if self.page is not None:  # every cycle's read is priced (D1): fleet-status --cost
             Trace(Path(self.ctx.inventory.state_dir) / cost.LOG_NAME).event(
-                cost.EVENT, cost=self.page.cost, cost_unit=self.page.cost_unit
+                cost.EVENT,
+                cost=self.page.cost,
+                cost_unit=self.page.cost_unit,
+                skipped=len(self.page.skipped),  # items the read could not see (GitHub)
             )
         if self.apply and self.page is not None:
             # The second kill switch, out of the page just read and before any worker is probed

@@ -34,3 +34,24 @@ def test_status_and_cost_name_the_items_the_token_cannot_read(
     text = capsys.readouterr().out
     assert "SKIPPED 2 board item(s) the token cannot read (FORBIDDEN 1, SAML 1)" in text
     assert "SAML single sign-on" in text and "this read's price excludes them" in text
+
+
+def test_each_sweep_records_how_many_items_it_could_not_see(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fleet import cost
+    from fleet.cmd.sched import schedule
+    from fleet.inventory import load
+    from fleet.trace import read_trace
+
+    state = Replayer(owner="octocat", repo="Hello-World")
+    inventory = commands_on(state, tmp_path, monkeypatch)
+    state.enqueue("POST", "/graphql", "graphql_board_page_partial")
+    schedule(str(inventory), False, True)  # a dry-run sweep over the partial page
+    log = Path(load(inventory).state_dir) / cost.LOG_NAME
+    (cycle,) = cost.recorded_cycles(read_trace(log))
+    assert cycle.skipped == 2
+    capsys.readouterr()
+    state.enqueue("POST", "/graphql", "graphql_board_page_partial")
+    status(inventory, False, None, show_cost=True)
+    assert "(2 item(s) unreadable, skipped)" in capsys.readouterr().out
