@@ -16,7 +16,8 @@ from pathlib import Path
 
 NAMES = ("chromium", "chromium-browser")
 DEBIAN_PACKAGE = "chromium"
-# One screenshot of a 2,000-run page took ~3 s here; a cold start on a busy 2-core box ~8 s.
+# A 2,000-run page's PNG took 3.2 s on a 2-core box at load 4.9 (bench/timeline_bench.py); a cold
+# first start there ~8 s. 90 s is ten of the worst seen: a wedged browser, not a slow one.
 SHOT_TIMEOUT_S = 90.0
 MAX_SIDE_PX = 16000  # Chromium's largest surface; a wider page is shot at this size (it scrolls)
 
