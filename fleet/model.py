@@ -147,6 +147,9 @@ class PullRequest:
     # GitHub's own record: this PR closed the issue (the issue's latest ClosedEvent names it as the
     # closer). A merged PR of another repository closes an issue by GitHub's rules; this says it did.
     closed_issue: bool = False
+    # The commit the forge's merge left on main, as the forge recorded it (the embedded board; None
+    # where the forge does not say). The close-out checks it against origin itself (issue 16).
+    merge_commit: str | None = None
 
 
 class CIState(StrEnum):

@@ -4,8 +4,8 @@ CLI prints, so the runner, the demo and the tests exercise every outcome without
 Run as ``python -m fleet.agents.demo`` with the run's worktree as cwd. It reads:
 
 ``FLEET_ISSUE``        the issue number
-``FLEET_BOARD_PATH``   the SQLite board (``fleet.board.local.LocalBoard``)
-``FLEET_ORIGIN``       the bare origin the worktree's ``origin`` remote points at
+``FLEET_FORGE``        the run's gate to the embedded forge (``fleet.runner.forge_gate``): the
+                       agent's only door to the board — it reads its issue, opens and merges PRs
 ``FLEET_RESULTS``      the results file (D17): where a structured blocker goes
 ``FLEET_RUN_ID``       this run's id: names the topic branch, so two runs never share one
 ``FLEET_BRIEF``        the rendered brief; read and acknowledged, as a real agent would
@@ -40,8 +40,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.board.local import LocalBoard
 from fleet.model import Issue
+from fleet.runner.forge_gate import ENV_VAR as FORGE_ENV
+from fleet.runner.forge_gate import ForgeClient
 
 MODE_PREFIX = "demo:"
 
@@ -58,7 +59,7 @@ EXIT_USAGE = 2  # the environment the runner owes the agent is missing: nothing 
 @dataclass(frozen=True)
 class Run:
     issue: Issue
-    board: LocalBoard
+    board: ForgeClient
     run_id: str
     results: Path | None
     started: float
@@ -415,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-turns", type=int, default=None, help="Claude Code's turn bound")
     args, _rest = parser.parse_known_args(argv)  # a real CLI's other flags are ignored
     env = os.environ
-    missing = [k for k in ("FLEET_ISSUE", "FLEET_BOARD_PATH", "FLEET_ORIGIN") if not env.get(k)]
+    missing = [k for k in ("FLEET_ISSUE", FORGE_ENV) if not env.get(k)]
     if missing or not env.get("FLEET_ISSUE", "").isdigit():
         _say(f"demo agent: missing or bad environment: {', '.join(missing) or 'FLEET_ISSUE'}")
         return EXIT_USAGE
@@ -425,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"[demo] brief read: {first[0] if first else '(empty)'}")
     else:
         _say(f"[demo] no brief at {brief!r}; working from the issue alone")
-    board = LocalBoard(Path(env["FLEET_BOARD_PATH"]), Path(env["FLEET_ORIGIN"]))
+    board = ForgeClient(Path(env[FORGE_ENV]))
     try:
         issue = board.issue(int(env["FLEET_ISSUE"]))
         if issue is None:

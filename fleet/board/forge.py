@@ -191,11 +191,13 @@ def _stdin(data: bytes) -> IO[bytes]:
 
 # -- pull-request records on the board file ------------------------------------------------------
 
-PR_COLUMNS = "number, title, body, branch, state, created_at, merged_at, repository, author"
+PR_COLUMNS = (
+    "number, title, body, branch, state, created_at, merged_at, repository, author, merge_commit"
+)
 
 
 def pr_from_row(row: tuple[Any, ...]) -> PullRequest:
-    number, title, body, branch, state, created, merged_at, repository, author = row
+    number, title, body, branch, state, created, merged_at, repository, author, commit = row
     return PullRequest(
         number=int(number),
         title=str(title),
@@ -207,6 +209,7 @@ def pr_from_row(row: tuple[Any, ...]) -> PullRequest:
         merged_at=parse_iso(merged_at),
         repository=str(repository),
         author=str(author),
+        merge_commit=None if commit is None else str(commit),
     )
 
 

@@ -36,6 +36,9 @@ NOT_FAILURES = frozenset(
     }
 )
 
+# The failed marker's name for a merged PR record that origin does not prove (``merge=unproven``).
+MERGE_UNPROVEN = "merge-unproven"
+
 KINDS: Mapping[Outcome, Kind] = {
     Outcome.SUCCESS: Kind.SUCCESS,
     Outcome.PR_OPEN: Kind.PR_OPEN,
@@ -91,9 +94,14 @@ def decide_close_out(
     agent: AgentKind = AgentKind.CLAUDE,
     max_turns: int | None = None,
     turns_stopped: int | None = None,
+    unproven: Mapping[int, str] | None = None,
 ) -> CloseOut:
     """Step 8, pure: ``output`` is the agent's merged stdout+stderr, ``prs`` the forge's answer,
-    ``agent`` the worker's agent kind (its adapter reads the output)."""
+    ``agent`` the worker's agent kind (its adapter reads the output).
+
+    ``unproven`` maps each merged PR of this run that origin does not prove (``merge_proof``) to
+    why: such a run failed, whatever else it claims — the record is not the merge (issue 16).
+    """
     report = ADAPTERS[agent].read(output, exit_code, now)  # read ONCE (D7)
     limit = report.limit  # only from the CLI's own error fields and exit status
     mine = [p for p in prs if p.created_at >= run_started_at]  # D16: by time, not existence
@@ -121,6 +129,9 @@ def decide_close_out(
     )
     if workspace_failure is not None and signal_name is None:
         decision = OutcomeDecision(Outcome.FAILED, None, workspace_failure)
+    elif unproven and signal_name is None:
+        why = "; ".join(unproven[n] for n in sorted(unproven))
+        decision = OutcomeDecision(Outcome.FAILED, None, f"{MERGE_UNPROVEN}: {why}")
     elif forge_error is not None and decision.outcome in (Outcome.NO_OP, Outcome.FAILED):
         # Could-not-check is not "no PR": never a no-op on a forge we could not read (D20).
         decision = OutcomeDecision(Outcome.FAILED, None, forge_error)
@@ -189,6 +200,8 @@ def marker_for(
         fields["signal"] = signal_name or "-"
     if kind in (Kind.FAILED, Kind.GARBLED) and exit_code is not None:
         fields["exit"] = exit_code
+    if kind is Kind.FAILED and decision.detail.startswith(MERGE_UNPROVEN):
+        fields["merge"] = "unproven"
     if kind is Kind.CAPACITY and limit is not None:
         fields["source"] = str(limit.source)
         fields["reset"] = iso(limit.reset_at) if limit.reset_at else "unknown"

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,15 +30,20 @@ from types import FrameType
 
 from fleet.authority import sort_mentions
 from fleet.board.base import Board, BoardError
+from fleet.board.local import LocalBoard
 from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
 from fleet.model import Comment, Issue, PullRequest, iso
 from fleet.runner import turns
+from fleet.runner.agent_env import agent_env
 from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
 from fleet.runner.capacity import capacity_path, to_capacity
 from fleet.runner.closeout import CloseOut, decide_close_out
+from fleet.runner.forge_gate import ENV_VAR as FORGE_ENV
+from fleet.runner.forge_gate import ForgeGate
 from fleet.runner.heal import darken, describe_heal, heal, stamp_canary
+from fleet.runner.merge_proof import ProofUnavailable, claimed, unproven_merges
 from fleet.runner.prestart import forget_issue
 from fleet.runner.worktree import Worktree, WorktreeError, make_worktree, release_worktree
 
@@ -45,6 +51,8 @@ _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # The runner stops its agent this long before the unit's own limit, so the close-out still runs
 # and the outcome is TIMED_OUT (a named outcome) instead of a bare SIGTERM from the supervisor.
 CLOSEOUT_MARGIN_S = 15
+# The author of the PRs an agent opens through the embedded forge's gate (the demo's own name).
+AGENT_AUTHOR = "agent"
 
 
 class _Signalled(BaseException):
@@ -179,7 +187,12 @@ class Runner:
             for s in _SIGNALS:
                 signal.signal(s, signal.SIG_IGN)
             code = self._close_out(
-                run_started_at, retries, log, results, exit_code, timed_out, failure
+                run_started_at,
+                retries,
+                log,
+                results,
+                (exit_code, timed_out, failure),
+                wt.base if wt is not None else None,
             )
             wt = wt or self.worktree  # made, then a held signal unwound before the assignment
             if wt is not None:
@@ -246,20 +259,40 @@ class Runner:
             except BoardError as exc:
                 self.say(f"mentions not marked read ({exc}); the next run sees them again")
         clear_results(results)
-        env = dict(os.environ)
-        cfg = self.inventory.board
-        env.update(
-            {
-                "FLEET_ISSUE": str(self.issue),
-                "FLEET_RUN_ID": self.run_id,
-                "FLEET_RESULTS": str(results),
-                "FLEET_BRIEF": str(brief_file),
-                "FLEET_WORKTREE": str(wt.path),
-                "FLEET_INVENTORY": str(self.inventory.path),
-                "FLEET_BOARD_PATH": str(cfg.path or ""),
-                "FLEET_ORIGIN": str(cfg.origin or ""),
-            }
-        )
+        run_vars = {
+            "FLEET_ISSUE": str(self.issue),
+            "FLEET_RUN_ID": self.run_id,
+            "FLEET_RESULTS": str(results),
+            "FLEET_BRIEF": str(brief_file),
+            "FLEET_WORKTREE": str(wt.path),
+        }
+        names, values = self._fleet_secrets()
+        env = agent_env(os.environ, run_vars, withheld_names=names, withheld_values=values)
+        with self._forge_gate() as gate:  # the agent's door to the embedded forge, not the file
+            if gate is not None:
+                env[FORGE_ENV] = str(gate)
+            return self._spawn(wt, env, log, brief_file)
+
+    def _fleet_secrets(self) -> tuple[set[str], set[str]]:
+        """The fleet's own credential, by name and by value, kept out of the agent's environment."""
+        gh = self.inventory.board.github
+        if gh is None:
+            return set(), set()
+        values = {os.environ.get(gh.token_env, "")}
+        try:
+            values.add(Path(gh.token_file).expanduser().read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            pass
+        return {gh.token_env}, values
+
+    def _forge_gate(self) -> AbstractContextManager[Path | None]:
+        if not isinstance(self.board, LocalBoard):
+            return nullcontext(None)
+        return ForgeGate(self.board, self.issue, AGENT_AUTHOR).serving()
+
+    def _spawn(
+        self, wt: Worktree, env: dict[str, str], log: Path, brief_file: Path
+    ) -> tuple[int | None, bool]:
         limit_s = agent_timeout(self.worker.max_run_s)
         kind, max_turns = self.worker.agent_kind, self.inventory.policy.max_turns
         with open(log, "wb") as out, open(brief_file, "rb") as stdin:  # 7
@@ -322,11 +355,13 @@ class Runner:
         retries: int,
         log: Path,
         results: Path,
-        exit_code: int | None,
-        timed_out: bool,
-        failure: str | None,
+        ended: tuple[int | None, bool, str | None],
+        base: str | None,
     ) -> int:
-        """Step 8's I/O around the pure :func:`decide_close_out`. Runs on every exit path."""
+        """Step 8's I/O around the pure :func:`decide_close_out`. Runs on every exit path.
+
+        ``ended`` is how the agent ended: (exit code, timed out, workspace failure)."""
+        exit_code, timed_out, failure = ended
         now = datetime.now(UTC)
         output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         prs, forge_error = self._prs()
@@ -348,6 +383,7 @@ class Runner:
             agent=self.worker.agent_kind,
             max_turns=self.inventory.policy.max_turns,
             turns_stopped=self.turns_stopped,
+            unproven=self._unproven(prs, started, base),
         )
         for line in (warning, *out.warnings):
             if line:
@@ -363,6 +399,18 @@ class Runner:
             return RunExit.CLOSEOUT_FAILED
         self.say(f"outcome {out.decision.outcome}: {out.decision.detail}")
         return out.exit
+
+    def _unproven(
+        self, prs: tuple[PullRequest, ...], started: datetime, base: str | None
+    ) -> dict[int, str]:
+        """On the embedded board, the merged records origin does not prove (``merge_proof``)."""
+        origin = self.inventory.board.origin
+        if self.inventory.board.kind != "local" or origin is None:
+            return {}  # a hosted forge's merged state is its own, written only by a real merge
+        try:
+            return dict(unproven_merges(prs, started=started, origin=origin, base=base))
+        except ProofUnavailable as exc:
+            return {p.number: f"could not check: {exc}" for p in claimed(prs, started)}
 
     def _capacity(self, out: CloseOut, exit_code: int | None, output: str, now: datetime) -> None:
         """D8: a limit darkens this worker; a clean run (exit 0, no signature) heals it, but only a

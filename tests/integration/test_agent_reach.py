@@ -4,7 +4,10 @@ through the text it writes and the files it can touch, each attack run through t
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
+from pathlib import Path
 
 import git
 import pytest
@@ -88,3 +91,64 @@ def test_an_agent_that_points_the_shared_clone_elsewhere_redirects_no_later_run(
         assert markers(f, second) == [Kind.START, Kind.FAILED]
         issue = f.board.issue(second)
         assert issue is not None and "foreign-origin" in issue.comments[-1].body
+
+
+# -- the embedded board: the agent cannot write the outcome ---------------------------------------
+
+FORGER = """
+import json, os, sqlite3, subprocess, sys
+board, origin, how = json.load(open(sys.argv[1]))
+tip = subprocess.run(["git", "-C", origin, "rev-parse", "main"], capture_output=True,
+                     text=True).stdout.strip()
+commit = {"none": None, "tip": tip, "bogus": "ab" * 20}[how]
+stamp = "2099-01-01T00:00:00.000000+00:00"
+with sqlite3.connect(board) as db:
+    db.execute(
+        "INSERT INTO pull_requests(title, body, branch, repository, author, state, created_at,"
+        " merged_at, merged_by, merge_commit) VALUES (?, ?, 'main', '', 'agent', 'merged', ?, ?,"
+        " 'agent', ?)",
+        ("done", "Closes #" + os.environ["FLEET_ISSUE"], stamp, stamp, commit),
+    )
+print('{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"merged"}')
+"""
+
+
+@pytest.mark.parametrize("how", ["none", "tip", "bogus"])
+def test_a_pr_row_forged_merged_on_the_board_is_not_a_success(tmp_path, how: str) -> None:
+    """An agent that found the board file (a shared unix user can: docs/security.md) inserted a
+    merged PR closing its issue; before the origin check the close-out posted success with main
+    untouched. Whatever merge commit the row names — none, main's own tip, one that does not
+    exist — origin does not show main moving to it during the run."""
+    script, config = tmp_path / "forger.py", tmp_path / "forger.json"
+    script.write_text(FORGER, encoding="utf-8")
+    with fleet_at(tmp_path, agent=f"{sys.executable} {script} {config}") as f:
+        origin = f.inventory.board.origin
+        config.write_text(json.dumps([str(f.inventory.board.path), str(origin), how]))
+        n = f.board.create_issue("Add a greeting", "body")
+        before = git.Repo(origin).commit("main").hexsha
+
+        res = run_runner(f, n, "r1")
+
+        assert git.Repo(origin).commit("main").hexsha == before  # main untouched
+        assert res.returncode == RunExit.FAILED, res.stderr
+        assert markers(f, n) == [Kind.START, Kind.FAILED]
+        issue = f.board.issue(n)
+        assert issue is not None
+        last = issue.comments[-1].body
+        assert "merge=unproven" in last.splitlines()[0] and "merge-unproven" in last
+
+
+def test_the_agent_environment_names_no_board_origin_or_inventory(tmp_path) -> None:
+    dump, script = tmp_path.resolve() / "agent-env.json", tmp_path / "dump.py"
+    script.write_text(f"import json, os\njson.dump(dict(os.environ), open({str(dump)!r}, 'w'))\n")
+    agent = f"{sys.executable} {script}"
+    with fleet_at(tmp_path, agent=agent) as f:
+        n = f.board.create_issue("Add a greeting", "body")
+        board = str(f.inventory.board.path)
+        res = run_runner(f, n, "r1")
+        assert res.returncode in (RunExit.OK, RunExit.FAILED), res.stderr
+        env = json.loads(dump.read_text(encoding="utf-8"))
+    for name in ("FLEET_BOARD_PATH", "FLEET_ORIGIN", "FLEET_INVENTORY"):
+        assert name not in env
+    assert not any(board in v or str(f.inventory_path) in v for v in env.values())
+    assert env["FLEET_ISSUE"] == str(n) and Path(env["FLEET_FORGE"]).name == "s"

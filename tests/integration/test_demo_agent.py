@@ -26,6 +26,7 @@ from fleet.runner.brief import read_results
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.closeout import decide_close_out
 from fleet.runner.envelope import CaptureKind
+from fleet.runner.forge_gate import ForgeGate
 from fleet.runner.outcome import Outcome, OutcomeDecision
 
 local = pytest.importorskip("fleet.board.local", reason="fleet.board.local not available yet")
@@ -65,13 +66,14 @@ def fleet(tmp_path: Path):
     board.disconnect()
 
 
-def _env(fleet: Fleet, issue: int, run_id: str, results: Path, brief: Path) -> dict[str, str]:
+def _env(
+    fleet: Fleet, issue: int, run_id: str, results: Path, brief: Path, gate: Path
+) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         PYTHONPATH=str(ROOT),
         FLEET_ISSUE=str(issue),
-        FLEET_BOARD_PATH=str(fleet.board_path),
-        FLEET_ORIGIN=str(fleet.origin),
+        FLEET_FORGE=str(gate),  # the runner's gate, as a run serves it: no board path
         FLEET_RESULTS=str(results),
         FLEET_RUN_ID=run_id,
         FLEET_BRIEF=str(brief),
@@ -94,15 +96,16 @@ def run_agent(fleet: Fleet, issue: int, run_id: str, kind: AgentKind = AgentKind
     results, brief = fleet.tmp / f"results-{run_id}.json", fleet.tmp / f"brief-{run_id}.md"
     brief.write_text("brief-version: 1\n")
     started = datetime.now(UTC)
-    proc = subprocess.run(
-        [sys.executable, "-m", "fleet.agents.demo", "--kind", kind.value],
-        cwd=wt,
-        env=_env(fleet, issue, run_id, results, brief),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=AGENT_TIMEOUT_S,
-    )
+    with ForgeGate(fleet.board, issue, "agent").serving() as gate:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fleet.agents.demo", "--kind", kind.value],
+            cwd=wt,
+            env=_env(fleet, issue, run_id, results, brief, gate),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=AGENT_TIMEOUT_S,
+        )
     # The runner's own step-8 decision, not a copy of its pipeline (D15).
     out = decide_close_out(
         output=proc.stdout,
@@ -262,7 +265,9 @@ def test_every_kind_merges_its_pr_and_reads_as_a_clean_run(fleet: Fleet, agent: 
 def test_hang_mode_runs_until_killed_with_a_child(fleet: Fleet) -> None:
     n = fleet.board.create_issue("Hang", labels=["demo:hang"])
     wt = _worktree(fleet, "h1")
-    env = _env(fleet, n, "h1", fleet.tmp / "r.json", fleet.tmp / "missing-brief.md")
+    gate = ForgeGate(fleet.board, n, "agent").serving()
+    path = gate.__enter__()
+    env = _env(fleet, n, "h1", fleet.tmp / "r.json", fleet.tmp / "missing-brief.md", path)
     proc = subprocess.Popen(
         [sys.executable, "-m", "fleet.agents.demo"],
         cwd=wt,
@@ -296,3 +301,4 @@ def test_hang_mode_runs_until_killed_with_a_child(fleet: Fleet) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+        gate.__exit__(None, None, None)
