@@ -46,6 +46,7 @@ T = TypeVar("T")
 ENV_VAR = "FLEET_FORGE"  # the socket's path, in the agent's environment
 MAX_REQUEST = 1 << 20  # 1 MiB: a PR body is text a human reads; GitHub caps one at 65,536 chars
 CONNECTION_TIMEOUT_S = 30.0  # one request and one answer; a client that stalls is dropped
+ACCEPT_POLL_S = 0.2  # how soon a finished run's gate notices it is over
 CLIENT_TIMEOUT_S = 120.0  # a merge holds the board's write lock across a git merge
 
 
@@ -76,36 +77,45 @@ class ForgeGate:
     author: str
     opened: set[int] = field(default_factory=set)
     path: Path | None = None
-    _sock: socket.socket | None = None
-    _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- lifecycle -------------------------------------------------------------------------------
     @contextlib.contextmanager
     def serving(self) -> Iterator[Path]:
-        """Bind a socket in a fresh private directory (short: AF_UNIX paths stop at ~107 bytes)."""
+        """Bind a socket in a fresh private directory (short: AF_UNIX paths stop at ~107 bytes).
+
+        The serving thread polls a stop flag between accepts and is joined before the socket is
+        closed: closing a socket another thread is blocked in ``accept`` on does not wake it on
+        Linux, and such a thread outlived its run and answered the next run's agent."""
         home = Path(tempfile.mkdtemp(prefix="fleet-forge-"))  # 0700
         self.path = home / "s"
+        stop = threading.Event()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        thread = threading.Thread(
+            target=self._serve, args=(sock, stop), name="forge-gate", daemon=True
+        )
         try:
             sock.bind(str(self.path))
             os.chmod(self.path, 0o600)
             sock.listen(8)
-            self._sock = sock
-            self._thread = threading.Thread(target=self._serve, name="forge-gate", daemon=True)
-            self._thread.start()
+            sock.settimeout(ACCEPT_POLL_S)
+            thread.start()
             yield self.path
         finally:
-            self._sock = None
+            stop.set()
+            if thread.is_alive():
+                thread.join(CONNECTION_TIMEOUT_S + ACCEPT_POLL_S)
             sock.close()
             shutil.rmtree(home, ignore_errors=True)
 
-    def _serve(self) -> None:
-        while (sock := self._sock) is not None:
+    def _serve(self, sock: socket.socket, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
                 conn, _ = sock.accept()
+            except TimeoutError:
+                continue
             except OSError:
-                return  # closed by serving(): the run is over
+                return
             with conn:
                 conn.settimeout(CONNECTION_TIMEOUT_S)
                 with contextlib.suppress(OSError):
@@ -126,7 +136,9 @@ class ForgeGate:
         except (ValueError, RecursionError) as exc:
             return json.dumps({"ok": False, "error": f"unreadable request: {exc}"}).encode()
         except Exception as exc:  # the agent's request must never end the run
-            return json.dumps({"ok": False, "error": f"gate error: {type(exc).__name__}"}).encode()
+            return json.dumps(
+                {"ok": False, "error": f"gate error: {type(exc).__name__}: {exc}"}
+            ).encode()
 
     def _do(self, req: dict[str, Any]) -> object:
         op = req["op"]
