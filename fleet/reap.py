@@ -3,18 +3,23 @@
 An item is reaped only when all three hold:
 
 1. its last word is a **start** marker (a run announced itself and posted no terminal, D12);
-2. **no live unit** for the issue on any worker — the probe is the real signal — and every worker
-   was actually probed: an unreachable worker, a probe that failed, a worker the start names that
-   this fleet does not probe, or a start that names no worker at all is *could-not-check*, never
-   "no unit" (D20);
+2. **no live unit** for the issue on any worker — the probe is the real signal — and the worker the
+   start names answered the probe without the unit. A start whose worker answered is reapable
+   whatever another worker does; only a start that could be on a silent worker waits for it: one
+   whose own worker is unreachable (or failed its probe), one naming a worker this fleet does not
+   probe, or one naming no worker at all while some worker is silent. Those are *could-not-check*,
+   never "no unit" (D20);
 3. the start is older than ``Policy.reaper_threshold_s`` — the clock only protects a live run from a
    probe that blinked (D14).
 
-Why one unreachable worker blocks every reap, not only the reaps of the items its start names: a unit
-for the issue may live on a worker the last start does not name — a hand path's duplicate (D4, D15),
-or a unit launched moments ago whose runner has not posted its own start yet (run step 4 comes after
-the sync and the issue read). Neither is visible in the markers; only a probe of *every* worker
-rules them out. The announcer, not the reaper, reports a start stranded on an unreachable worker.
+Why a silent worker blocks only the starts that could be on it: the start marker names the worker
+its runner ran on (the runner posts it from inside the unit), and a worker that answered the probe
+without the unit has no run of it. A unit elsewhere that the markers do not show — a hand path's
+duplicate (D4, D15), or a unit launched moments ago whose runner has not posted its own start yet —
+posts its own start marker when it gets there, which is newer than our reaped marker and so the
+last word again; the cost is one attempt, not a duplicate. Blocking every reap on one silent worker
+left a whole fleet's orphans unreaped through any one worker's outage. The announcer, not the
+reaper, reports a start stranded on an unreachable worker.
 
 A reaped item gets a ``reaped`` marker: a terminal that does not latch, so the item is eligible
 again, and the start before it spends one attempt (``markers.history``), so an item that keeps
@@ -92,13 +97,7 @@ def _decide(snap: Snapshot, number: int, start: Marker) -> ReapDecision:
             "the clock protects a run from a probe that blinked",
         )
     probed = {w.name for w in snap.workers if w.reachable}
-    blind = [
-        f"{w.name} ({w.reach}: {w.detail or 'no detail'})" for w in snap.workers if not w.reachable
-    ]
-    if worker is None:
-        blind.append("the start names no worker")
-    elif worker not in {w.name for w in snap.workers}:
-        blind.append(f"the start names worker {worker}, which this fleet does not probe")
+    blind = [] if worker in probed else _blind(snap, worker)
     if blind:
         return decide(
             False,
@@ -106,12 +105,31 @@ def _decide(snap: Snapshot, number: int, start: Marker) -> ReapDecision:
             f"{head}; could not check: {'; '.join(blind)} — an unprobed worker may hold the "
             "unit, and silence is not absence (D20)",
         )
+    silent = [w.name for w in snap.workers if not w.reachable]
+    aside = (
+        f" ({', '.join(silent)} did not answer; the start names {worker}, which did)"
+        if silent
+        else ""
+    )
     return decide(
         True,
         REAP,
-        f"{head}; no live unit on any of {len(probed)} probed worker(s), older than the reaper "
-        f"threshold {age_text(threshold)}: orphaned (no close-out ever came)",
+        f"{head}; no live unit on any of {len(probed)} probed worker(s){aside}, older than the "
+        f"reaper threshold {age_text(threshold)}: orphaned (no close-out ever came)",
     )
+
+
+def _blind(snap: Snapshot, worker: str | None) -> list[str]:
+    """What keeps a start whose own worker did not answer from being judged: the silent workers
+    (its own among them), or a start that names no worker, or one this fleet does not probe."""
+    out = [
+        f"{w.name} ({w.reach}: {w.detail or 'no detail'})" for w in snap.workers if not w.reachable
+    ]
+    if worker is None:
+        out.append("the start names no worker")
+    elif worker not in {w.name for w in snap.workers}:
+        out.append(f"the start names worker {worker}, which this fleet does not probe")
+    return out
 
 
 def reaped_marker(d: ReapDecision) -> str:

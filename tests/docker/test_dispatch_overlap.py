@@ -5,7 +5,10 @@
   run's start marker names the run the dispatch launched.
 - A cancel of a live run on a worker, with a sweep whose snapshot falls between the runner's
   ``stopped`` and the cancel's ``cancelled`` (forced by the two boards' handshake of
-  ``tests/integration/test_cancel_window.py``): the sweep does not start the issue again.
+  ``tests/cancel_window.py``): the sweep does not start the issue again.
+- One worker's container frozen (``docker pause``: its sshd stops answering, the probe times out)
+  while the reaper runs: an orphaned start on a worker that answered is reaped; only the start
+  naming the frozen worker waits for it.
 
 Every loop is bounded in count and time; every unit a test starts is stopped when it ends.
 """
@@ -18,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -29,9 +33,11 @@ from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.harness import HarnessInfo
 from fleet.inventory import load
-from fleet.markers import TERMINAL, Kind, history
+from fleet.markers import TERMINAL, Kind, history, render
 from fleet.model import CIState, Issue
 from fleet.observe import probe_fleet
+from fleet.reap import COULD_NOT_CHECK, REAP
+from fleet.roles.reaper import reap
 from fleet.roles.sweeper import tick
 from tests.cancel_window import Window, cancel_board, dispatch_board
 
@@ -210,3 +216,35 @@ def test_a_sweep_in_the_cancel_window_does_not_start_the_issue_again(
             (v.name, u.name) for v in probe_fleet(ctx) for u in v.units if u.issue == n and u.live
         ]
     assert not live, f"task-{n} live after the cancel: {live}"
+
+
+def _docker(verb: str, container: str) -> None:
+    subprocess.run(["docker", verb, container], check=True, capture_output=True, timeout=120)
+
+
+@pytest.mark.timeout(600)
+def test_a_frozen_worker_blocks_only_the_reaps_of_its_own_starts(overlap: OverlapFleet) -> None:
+    inv = overlap.ctx.inventory
+    silent = next(c for c in overlap.info.containers if c.name == "w3")
+    orphans = {}
+    for on in ("w1", "w2", "w3"):  # runs that died on these workers without a close-out
+        n = overlap.board.create_issue(f"orphaned on {on}", "died")
+        overlap.board.comment(n, render(Kind.START, {"run": f"r-{on}", "worker": on}))
+        orphans[on] = n
+    skew = timedelta(seconds=inv.policy.reaper_threshold_s + 60)
+    _docker("pause", silent.container)
+    try:
+        with FleetContext(inv, overlap.board, clock=lambda: datetime.now(UTC) + skew) as ctx:
+            report = reap(ctx, apply=True)
+    finally:
+        _docker("unpause", silent.container)
+    states = {d.issue: d.state for d in report.decisions}
+    assert states[orphans["w1"]] == states[orphans["w2"]] == REAP, report.to_json()
+    assert states[orphans["w3"]] == COULD_NOT_CHECK, report.to_json()
+    assert sorted(report.reaped) == sorted([orphans["w1"], orphans["w2"]])
+    assert any(u.startswith("w3") for u in report.unchecked), report.unchecked
+    for on, n in orphans.items():
+        issue = overlap.board.issue(n)
+        assert issue is not None
+        want = [Kind.START] if on == "w3" else [Kind.START, Kind.REAPED]
+        assert [m.kind for m in history(issue, "fleet").markers] == want, on

@@ -99,12 +99,19 @@ def test_inside_the_threshold_the_clock_protects_it() -> None:
 
 
 @pytest.mark.parametrize("reach", [Reach.UNREACHABLE, Reach.NO_PERMISSION, Reach.NO_RUNNER])
-def test_any_worker_that_could_not_be_checked_blocks_the_reap(reach: Reach) -> None:
-    i = started(on="w1")  # the start names a healthy worker; another one went silent
+def test_a_silent_worker_blocks_only_the_starts_that_could_be_on_it(reach: Reach) -> None:
     ghost = WorkerView("w2", "w2", reach, detail="ssh: connection refused")
-    d = only(snapshot(i, workers=[worker("w1"), ghost], now=old(i)))
+    mine = started(on="w1")  # the start names a worker that answered without the unit
+    d = only(snapshot(mine, workers=[worker("w1"), ghost], now=old(mine)))
+    assert (d.reap, d.state) == (True, REAP), d.why
+    assert "w2 did not answer; the start names w1, which did" in d.why
+    theirs = started(on="w2")  # the start names the silent worker: it may still run there
+    d = only(snapshot(theirs, workers=[worker("w1"), ghost], now=old(theirs)))
     assert (d.reap, d.state) == (False, COULD_NOT_CHECK)
     assert "w2" in d.why and "connection refused" in d.why
+    for unnamed in (started(on=None), started(on="gone")):  # could be anywhere, the ghost too
+        d = only(snapshot(unnamed, workers=[worker("w1"), ghost], now=old(unnamed)))
+        assert (d.reap, d.state) == (False, COULD_NOT_CHECK)
 
 
 @pytest.mark.parametrize(("on", "says"), [(None, "names no worker"), ("gone", "does not probe")])
@@ -241,9 +248,11 @@ def fleets(draw: st.DrawFn) -> Snapshot:
 
 @FAST
 @given(fleets())
-def test_never_reaps_when_any_worker_could_not_be_checked(snap: Snapshot) -> None:
-    if any(not w.reachable for w in snap.workers):
-        assert not any(d.reap for d in reap_decisions(snap))
+def test_never_reaps_a_start_whose_own_worker_did_not_answer(snap: Snapshot) -> None:
+    answered = {w.name for w in snap.workers if w.reachable}
+    for d in reap_decisions(snap):
+        if d.reap:
+            assert d.worker in answered
 
 
 @FAST
@@ -307,6 +316,7 @@ def test_the_dry_run_names_what_would_be_reaped_and_why_not_the_rest() -> None:
     assert lines[2].startswith("  #2: not reaped (live) — ")
     assert lines[3].startswith("  #3: not reaped (too-young) — ")
     ghost = WorkerView("w9", "w9", Reach.UNREACHABLE, detail="refused")
-    blind = snapshot(orphan, workers=[worker("w1"), ghost], now=now)
+    on_ghost = started(1, on="w9")  # its own worker is the silent one
+    blind = snapshot(on_ghost, workers=[worker("w1"), ghost], now=old(on_ghost))
     lines = reap_lines(ReapReport("dry-run", THRESHOLD, reap_decisions(blind)), apply=False)
     assert lines[1].startswith("  #1: not reaped (could-not-check) — ") and "w9" in lines[1]
