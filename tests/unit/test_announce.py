@@ -141,9 +141,9 @@ def test_a_start_past_the_threshold_on_an_unreachable_worker_is_announced() -> N
 
 
 def test_a_start_the_reaper_cannot_check_for_another_workers_silence_is_announced() -> None:
-    # The start names reachable w1 (no unit there), but w2 did not answer: the reaper will not
-    # reap while any worker may hold the unit (fleet.reap), so nobody is coming.
-    a = judge(issue(1, timeline=[start("w1")]), workers=[worker("w1"), unreachable("w2")])
+    # The start names an unknown worker while w2 did not answer: it could be on w2, so the reaper
+    # will not reap it (fleet.reap), and nobody is coming.
+    a = judge(issue(1, timeline=[start("gone")]), workers=[worker("w1"), unreachable("w2")])
     (s,) = a.stalls
     assert (s.kind, s.worker) == (StallKind.START_UNCHECKED, None)
     assert report_for(s).title == "fleet: stalled #1 (start the reaper cannot check)"
@@ -151,6 +151,10 @@ def test_a_start_the_reaper_cannot_check_for_another_workers_silence_is_announce
 
 def test_a_start_the_reaper_can_reap_is_left_to_the_reaper() -> None:
     a = judge(issue(1, timeline=[start("w1")]), workers=[worker("w1"), worker("w2")])
+    assert a.stalls == ()
+    assert quiet_state(a, "#1") == "reap"
+    # its own worker answered without the unit: reapable whatever silent w2 does
+    a = judge(issue(1, timeline=[start("w1")]), workers=[worker("w1"), unreachable("w2")])
     assert a.stalls == ()
     assert quiet_state(a, "#1") == "reap"
 
