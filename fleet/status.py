@@ -28,6 +28,7 @@ from fleet.canary import CANARY, canary_text
 from fleet.idle import idle, place
 from fleet.markers import Kind, history, parked_until
 from fleet.model import CapacitySource, Plan, Reach, Snapshot, Waiting, WorkerView, parse_iso
+from fleet.safe_text import printable
 from fleet.select import (
     CAPACITY_LOOP,
     DARK,
@@ -381,7 +382,8 @@ def render(
         lines.append("  (no open issues)" if issue is None else f"  #{issue}: not an open issue")
     for r in rows:
         pred = f"p{r['predicate']}" if r["predicate"] is not None else "  "
-        lines.append(f"  #{r['issue']:<5} {r['state']:<12} {pred:<4} {r['reason']}  — {r['title']}")
+        reason, title = printable(r["reason"]), printable(r["title"])  # board text: one line each
+        lines.append(f"  #{r['issue']:<5} {r['state']:<12} {pred:<4} {reason}  — {title}")
         lines += [f"  {'':<6} {'':<12} {'':<4} NOT OBEYED — {line}" for line in r["ignored"]]
     return "\n".join(lines)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from invoke.exceptions import Exit as InvokeExit
 
-from fleet.cmd.common import context, emit_json, fail
+from fleet.cmd.common import context, emit_json, fail, say
 from fleet.exits import Exit
 from fleet.roles.announcer import AnnounceReport, announce
 
@@ -56,6 +56,6 @@ def announce_cmd(inv: str | None, apply: bool, as_json_: bool) -> None:
     if as_json_:
         emit_json(report.to_json())
     else:
-        print(render(report, apply))
+        say(render(report, apply))
     if report.exit is not Exit.OK:
         raise fail(report.exit, f"announce {report.outcome}: {report.assessment.summary()}")

@@ -5,10 +5,11 @@ extras for PRs and CI), never around it."""
 from __future__ import annotations
 
 from fleet.board.base import BoardError, LabelsDropped
-from fleet.cmd.common import context, emit_json, fail
+from fleet.cmd.common import context, emit_json, fail, say
 from fleet.exits import Exit
 from fleet.markers import history
 from fleet.model import CIState, Issue, IssueState, Policy, StateReason
+from fleet.safe_text import printable
 from fleet.switches import operator
 
 
@@ -60,23 +61,23 @@ def show(inv: str | None, number: int, as_json: bool) -> None:
         if as_json:
             emit_json(_issue_json(issue, ctx.inventory.policy))
             return
-        print(
+        say(
             f"#{issue.number} [{issue.state}{'/' + issue.state_reason if issue.state_reason else ''}]"
-            f" {issue.title}"
+            f" {printable(issue.title)}"
         )
-        print(
+        say(
             f"  status={issue.status} lane={issue.lane or '-'} labels={','.join(issue.labels) or '-'}"
             f" assignees={','.join(issue.assignees) or '-'}"
         )
         if issue.parent:
-            print(f"  parent #{issue.parent.number} ({issue.parent.state})")
+            say(f"  parent #{issue.parent.number} ({issue.parent.state})")
         for b in issue.blocked_by:
-            print(f"  blocked by #{b.number} ({b.state})")
+            say(f"  blocked by #{b.number} ({b.state})")
         if issue.body:
-            print("  " + issue.body.replace("\n", "\n  "))
+            say("  " + issue.body.replace("\n", "\n  "))
         for c in issue.comments:
-            print(f"  -- {c.author} at {c.created_at.isoformat(timespec='microseconds')}")
-            print("     " + c.body.replace("\n", "\n     "))
+            say(f"  -- {c.author} at {c.created_at.isoformat(timespec='microseconds')}")
+            say("     " + c.body.replace("\n", "\n     "))
 
 
 def _issue_json(issue: Issue, policy: Policy) -> dict[str, object]:
@@ -118,7 +119,7 @@ def list_(inv: str | None, state: str | None, as_json: bool) -> None:
             emit_json({"issues": [_issue_json(i, ctx.inventory.policy) for i in issues]})
             return
         for i in issues:
-            print(f"#{i.number:<5} {i.state:<6} {i.status or '-':<12} {i.title}")
+            say(f"#{i.number:<5} {i.state:<6} {i.status or '-':<12} {printable(i.title)}")
 
 
 def comment(inv: str | None, number: int, body: str, author: str | None) -> None:

@@ -18,6 +18,7 @@ from fleet.board.base import BoardError, IdentityMismatch
 from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.inventory import Inventory, InventoryError, default_path, load
+from fleet.safe_text import printable
 
 
 def fail(code: Exit, message: str) -> InvokeExit:
@@ -61,6 +62,11 @@ class _JsonOut:
 # The ``--json`` command running in this context, so ``json_exits`` knows whether the command
 # already printed its object (a refusal prints its own, then exits with its code).
 _JSON_OUT: ContextVar[_JsonOut | None] = ContextVar("fleet_json_out", default=None)
+
+
+def say(text: object, *, file: Any = None) -> None:
+    """Print text that may carry board text: controls and bidi characters shown, never obeyed."""
+    print(printable(text, lines=True), file=file)
 
 
 def emit_json(obj: Any) -> None:

@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 
 from fleet.cancel import cancel as cancel_issue
-from fleet.cmd.common import context, emit_json, fail, inventory
+from fleet.cmd.common import context, emit_json, fail, inventory, say
 from fleet.control import POLL_S, observe_idle, wait_idle
 from fleet.exits import Exit
 from fleet.idle import IdleVerdict
@@ -77,7 +77,7 @@ def resume(inv_path: str | None) -> None:
     else:
         print(f"no halt file at {path}: nothing to remove")
     for line in _other_switches(inv, "halt file"):
-        print(line)
+        say(line)
     try:
         with context(inv_path) as ctx:
             page = ctx.board.read()
@@ -110,7 +110,7 @@ def clear_flag(inv_path: str | None, name: str) -> None:
     else:
         print(f"{name} was not set ({path}): nothing to remove")
     for line in _other_switches(inv, name):
-        print(line)
+        say(line)
 
 
 def pause(inv_path: str | None, reason: str, author: str | None) -> None:
@@ -148,7 +148,7 @@ def drain(
 
                 res = wait_idle(observe, wait, poll_s=poll or POLL_S)
             verdict, polls = res.verdict, res.polls
-    print(verdict.line())
+    say(verdict.line())
     if as_json:
         emit_json({**verdict.to_json(), "draining": True, "polls": polls})
     if wait is not None and not verdict.idle:
@@ -162,7 +162,7 @@ def cancel(
     with context(inv_path, writes=True) as ctx:
         report = cancel_issue(ctx, issue, author=operator(author), reason=reason or None)
     for line in report.lines():
-        print(line)
+        say(line)
     if as_json:
         emit_json(report.to_json())
     if report.code is not Exit.OK:

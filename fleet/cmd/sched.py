@@ -12,13 +12,14 @@ from invoke.exceptions import Exit as InvokeExit
 
 from fleet import cost, unseen
 from fleet.board.base import BoardPage
-from fleet.cmd.common import context, emit_json, fail, inventory
+from fleet.cmd.common import context, emit_json, fail, inventory, say
 from fleet.context import FleetContext
 from fleet.dispatch import dispatch
 from fleet.exits import Exit
 from fleet.model import Plan
 from fleet.observe import read_page, snapshot
 from fleet.roles.sweeper import TickReport, tick, write_heartbeat
+from fleet.safe_text import printable
 from fleet.select import halt_line, select
 from fleet.status import as_json, read_heartbeat, render
 from fleet.switches import read_switches
@@ -94,15 +95,15 @@ def schedule(inv: str | None, apply: bool, as_json_: bool, timeline: bool = Fals
         if as_json_:
             emit_json(_tick_json(report))
         else:
-            print(f"{'apply' if apply else 'dry run'}: {plan.summary()}")
+            say(f"{'apply' if apply else 'dry run'}: {plan.summary()}")
             for h in plan.halts if not plan.waiting else ():  # held before the probe: say why
-                print(f"  HALTED — {halt_line(h, ctx.clock())}")
+                say(f"  HALTED — {printable(halt_line(h, ctx.clock()))}")
             for d in plan.dispatch:
                 res = next((r for r in report.results if r.issue == d.issue), None)
                 what = res.line() if res else f"would dispatch to {d.worker} ({d.why})"
-                print(f"  #{d.issue}: {what}")
+                say(f"  #{d.issue}: {printable(what)}")
             for w in plan.waiting:
-                print(f"  #{w.issue}: {w.state} (p{w.predicate}) {w.reason}")
+                say(f"  #{w.issue}: {w.state} (p{w.predicate}) {printable(w.reason)}")
         if report.exit is not Exit.OK:
             raise fail(report.exit, f"sweep {report.outcome}: {plan.board_error or plan.summary()}")
 
@@ -110,7 +111,7 @@ def schedule(inv: str | None, apply: bool, as_json_: bool, timeline: bool = Fals
 def status(inv: str | None, as_json_: bool, issue: int | None, show_cost: bool = False) -> None:
     with context(inv) as ctx:
         if not as_json_:
-            print(status_text(ctx, issue, show_cost))
+            say(status_text(ctx, issue, show_cost))
             return
         page, snap, plan, hb, sw, skipped = _observe(ctx)
         out = as_json(snap, plan, hb, issue, switches=sw)
@@ -178,7 +179,7 @@ def dispatch_cmd(
 ) -> None:
     with context(inv, writes=not dry_run) as ctx:
         r = dispatch(ctx, issue, worker=worker, dry_run=dry_run, ignore_ci=ignore_ci)
-        print(r.line(), file=sys.stderr)
+        say(printable(r.line()), file=sys.stderr)
         if as_json_:
             emit_json(r.to_json())
         if r.code is not Exit.OK:

@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from fleet.safe_text import printable
+
 MIN_EVERY_S = 1.0  # each redraw reads the board once: below this a GitHub budget drains for a view
 DEFAULT_EVERY_S = 10.0
 
@@ -52,13 +54,15 @@ def watch(
             console = Console(file=out, force_terminal=True)
             with Live(console=console, auto_refresh=False, vertical_overflow="crop") as live:
                 while count is None or drawn < count:
-                    live.update(Text(frame(read, every, clock())), refresh=True)
+                    live.update(
+                        Text(printable(frame(read, every, clock()), lines=True)), refresh=True
+                    )
                     drawn += 1
                     if count is None or drawn < count:
                         time.sleep(every)
         else:
             while count is None or drawn < count:
-                out.write(frame(read, every, clock()) + "\n\n")
+                out.write(printable(frame(read, every, clock()), lines=True) + "\n\n")
                 out.flush()
                 drawn += 1
                 if count is None or drawn < count:
