@@ -21,7 +21,7 @@ name distinctly (D20): ``rate-limit``, ``rate-limit-unknown``, ``revoked``, ``tr
 envelope: failed before the first turn, D7), ``crash``, ``hang`` (with a child process, so a
 tree-kill can be observed, D3), ``wait-go`` (a long run that succeeds once its issue is labelled
 ``demo:go``: runs that overlap and end out of order), ``loop`` (turn after turn, never
-done: D13's max-turns bound), ``no-op``, ``pr-open``, ``blocker``, ``garbled``, and the two
+done: D13's max-turns bound), ``no-op``, ``pr-open``, ``left-open`` (merged, declared left open, ends on ``demo:go``: D6), ``blocker``, ``garbled``, and the two
 attacks of a model's own words: ``inject-revoked`` and ``inject-limit`` (a final message carrying a
 revocation or limit text, exit 0). Every mode exists for every kind; where a CLI documents no text
 for a failure (a Codex or Gemini limit), the stand-in prints words marked as its own.
@@ -196,6 +196,25 @@ def _default(run: Run) -> int:
 
 def _pr_open(run: Run) -> int:
     return _ship(run, merge=False)
+
+
+def _left_open(run: Run) -> int:
+    """Part of the work merged, the issue deliberately kept open for the rest (D6): it declares why
+    in the results file, then waits for ``demo:go`` before ending — the test's hand, which reopens
+    the issue the merge closed (the agent has no write to the board but its PRs), as a PR merged
+    into another branch would have left it open on GitHub. Bounded by ``HANG_S``."""
+    code = _ship(run, merge=True)
+    if run.results is not None:
+        left = {"reason": "demo: part one merged; the issue stays open for part two"}
+        run.results.parent.mkdir(parents=True, exist_ok=True)
+        run.results.write_text(json.dumps({"left_open": left}) + "\n", encoding="utf-8")
+    end = time.monotonic() + HANG_S
+    while time.monotonic() < end:
+        issue = run.board.issue(run.number)
+        if issue is not None and GO_LABEL in issue.labels:
+            return code
+        time.sleep(WAIT_POLL_S)
+    return 1
 
 
 def _no_op(run: Run) -> int:
@@ -375,6 +394,7 @@ MODES: dict[str, Callable[[Run], int]] = {
     "hang": _hang,
     "wait-go": _wait_go,
     "loop": _loop,
+    "left-open": _left_open,
     "blocker": _blocker,
     "garbled": _garbled,
     "inject-revoked": lambda run: _inject(run, "Invalid API key · Please run /login"),

@@ -136,6 +136,21 @@ def declared_blocker(results: dict | None) -> tuple[dict | None, str | None]:
     return {"reason": blocker["reason"], "needs": list(needs)}, None
 
 
+def declared_left_open(results: dict | None) -> tuple[str | None, str | None]:
+    """The reason the agent gave for leaving the issue open after its merged PR (D6's
+    "finished but deliberately left open"), checked for shape: ``{"reason": str}``. A wrong shape
+    is a warning, never a left-open (D5)."""
+    if results is None or "left_open" not in results:
+        return None, None
+    left = results["left_open"]
+    if not isinstance(left, dict) or not isinstance(left.get("reason"), str):
+        return None, "results file: left_open must be an object with a string 'reason'"
+    reason = " ".join(left["reason"].split())
+    if not reason:
+        return None, "results file: left_open needs a non-empty 'reason'"
+    return reason, None
+
+
 def clear_results(path: Path) -> None:
     """Remove the results file before a run, so a prior run's state cannot leak into it (D17)."""
     Path(path).unlink(missing_ok=True)

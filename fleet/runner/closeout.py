@@ -18,7 +18,7 @@ from fleet.agentkinds import ADAPTERS, AgentKind, AgentReport
 from fleet.exits import RunExit
 from fleet.markers import Kind, render
 from fleet.model import PullRequest, iso
-from fleet.runner.brief import declared_blocker
+from fleet.runner.brief import declared_blocker, declared_left_open
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.outcome import Outcome, OutcomeDecision, derive_outcome
 from fleet.runner.retry import RetryDecision, decide_retry
@@ -66,6 +66,9 @@ class CloseOut:
     decision: OutcomeDecision
     marker: str  # the terminal comment to post
     warnings: tuple[str, ...]
+    # D6: posted after a success marker when the agent declared the issue deliberately left open,
+    # and the issue is still open once the success is posted (the runner checks); else None.
+    left_open: str | None = None
 
     @property
     def exit(self) -> RunExit:
@@ -146,8 +149,23 @@ def decide_close_out(
         evidence=_evidence(report),
         run_id=run_id,
     )
-    warnings = (warning,) if warning else ()
-    return CloseOut(report, limit, retry, blocker, decision, marker, warnings)
+    left_reason, left_warning = declared_left_open(results)
+    warnings = tuple(w for w in (warning, left_warning) if w)
+    left_open = None
+    if left_reason is not None and decision.outcome is Outcome.SUCCESS:
+        left_open = left_open_marker(left_reason, run_id, decision)
+    return CloseOut(report, limit, retry, blocker, decision, marker, warnings, left_open)
+
+
+def left_open_marker(reason: str, run_id: str | None, decision: OutcomeDecision) -> str:
+    """D6's non-terminal "finished but deliberately left open": it follows the success marker and
+    becomes the last word, so the open issue is neither a tombstone nor latched. It has a glyph —
+    the glyph-less first version left the success as the last word."""
+    pr = decision.pr
+    fields: dict[str, object] = {"run": run_id}
+    if pr is not None:
+        fields["pr"] = f"{pr.repository}#{pr.number}" if pr.repository else f"#{pr.number}"
+    return render(Kind.LEFT_OPEN, fields, f"Left open on purpose by the run: {reason}")
 
 
 def turn_limit_detail(

@@ -398,6 +398,8 @@ class Runner:
             )
             return RunExit.CLOSEOUT_FAILED
         self.say(f"outcome {out.decision.outcome}: {out.decision.detail}")
+        if out.left_open is not None:
+            self._left_open(out.left_open)
         return out.exit
 
     def _unproven(
@@ -411,6 +413,21 @@ class Runner:
             return dict(unproven_merges(prs, started=started, origin=origin, base=base))
         except ProofUnavailable as exc:
             return {p.number: f"could not check: {exc}" for p in claimed(prs, started)}
+
+    def _left_open(self, marker: str) -> None:
+        """D6: after a success, the agent's deliberate left-open — posted only while the issue is
+        open (a merge that closed it needs none). Its own failure is said loudly and leaves the
+        success as the last word: a tombstone the announcer reports, never a silent latch."""
+        try:
+            issue = self.board.issue(self.issue)
+            if issue is None or not issue.is_open:
+                self.say("left-open declared, but the issue is closed: no left-open marker")
+                return
+            self.post(marker)
+        except BoardError as exc:
+            self.say(f"LEFT-OPEN NOT POSTED after a retry: {exc}; the success stays the last word")
+            return
+        self.say("left-open posted: the issue stays open on purpose and stays dispatchable")
 
     def _capacity(self, out: CloseOut, exit_code: int | None, output: str, now: datetime) -> None:
         """D8: a limit darkens this worker; a clean run (exit 0, no signature) heals it, but only a

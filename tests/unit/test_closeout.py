@@ -111,3 +111,28 @@ def test_a_failure_exits_non_zero_for_the_onfailure_alarm() -> None:
 def test_a_garbled_blocker_is_a_warning_not_a_blocker() -> None:
     out = _decide(results={"blocker": "not an object"})
     assert out.decision.outcome is not Outcome.BLOCKED and out.warnings
+
+
+LEFT = {"left_open": {"reason": "part two remains"}}
+
+
+@pytest.mark.parametrize(
+    ("over", "posted"),
+    [
+        ({"prs": (_pr(3),), "results": LEFT}, True),  # success + the agent's word
+        ({"prs": (_pr(3),)}, False),  # success alone: never inferred from an open issue
+        ({"prs": (_pr(3, merged=False),), "results": LEFT}, False),  # pr-open keeps its latch
+        ({"results": LEFT}, False),  # no PR: a no-op is not "finished"
+        ({"prs": (_pr(3),), "results": {"left_open": "because"}}, False),  # wrong shape
+    ],
+    ids=["success-declared", "success-undeclared", "pr-open", "no-op", "garbled"],
+)
+def test_left_open_follows_only_a_declared_success(over: dict[str, object], posted: bool) -> None:
+    out = _decide(**over)
+    assert (out.left_open is not None) is posted
+    if posted:
+        m = parse(Comment(2, "fleet", out.left_open, START))
+        assert m is not None and m.kind is Kind.LEFT_OPEN and m.get("pr") == "#7"
+        assert "part two remains" in m.note
+    if over.get("results") == {"left_open": "because"}:
+        assert any("left_open must be an object" in w for w in out.warnings)
