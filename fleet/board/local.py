@@ -13,6 +13,7 @@ Nothing here knows about markers or selection: it stores and returns what it is 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import threading
@@ -93,11 +94,16 @@ class LocalBoard:
         """Make the board file and the bare origin if missing (idempotent), then open the board."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
         conn = connect(path, create=True)
         try:
             install(conn, _utcnow())
         finally:
             conn.close()
+        if not existed:  # a new board is private (issue 16); a shared one keeps what you gave it
+            for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                if part.exists():
+                    os.chmod(part, 0o600)
         if origin is not None:
             forge.ensure_origin(Path(origin))
         return cls(path, origin, identity=identity, repository=repository)

@@ -18,6 +18,7 @@ from fleet.board.base import BoardError, IdentityMismatch
 from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.inventory import Inventory, InventoryError, default_path, load
+from fleet.private import private_umask
 from fleet.safe_text import printable
 
 
@@ -42,6 +43,7 @@ def context(path: str | None, *, create: bool = False, writes: bool = False) -> 
     """The inventory and its board. ``writes``: the command will write to the board, so the
     token's login is checked against ``identity`` first (#11 item 3) and a mismatch refuses the
     command before it does anything, with its own exit code."""
+    private_umask()  # briefs, logs, the board, the trace: the fleet's user only (fleet.private)
     inv = inventory(path)
     try:
         board = open_board(inv, create=create)

@@ -19,6 +19,7 @@ from fleet.board import check_identity, open_board
 from fleet.board.base import BoardError, IdentityMismatch
 from fleet.exits import PRESTART_CAUSES, RunExit
 from fleet.inventory import InventoryError, load
+from fleet.private import private_umask
 from fleet.runner.prestart import PRESTART_EXITS, STATE_DIR_ENV, record_death
 from fleet.runner.run import Runner
 from fleet.sync import parse_sync, sync_command
@@ -47,6 +48,7 @@ def sync_self(clone: str, remote: str | None, run_id: str) -> tuple[bool, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    private_umask()  # the run's artifacts and the agent's files: the master's only (fleet.private)
     state: dict[str, object] = {}
     code = _main(args, state)
     runner = state.get("runner")

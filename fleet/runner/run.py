@@ -35,6 +35,7 @@ from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
 from fleet.model import Comment, Issue, PullRequest, iso
+from fleet.private import private_dir
 from fleet.runner import turns
 from fleet.runner.agent_env import agent_env
 from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
@@ -174,7 +175,7 @@ class Runner:
         try:
             try:  # inside the close-out's reach: a directory that cannot be made is a failure,
                 # named as such, never a crash that leaves the start marker alone (D12)
-                self.run_dir.mkdir(parents=True, exist_ok=True)
+                private_dir(self.run_dir)
                 if failure is None:
                     wt = self._workspace()  # 5
             except (WorktreeError, OSError) as exc:
