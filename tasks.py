@@ -110,7 +110,7 @@ Exit codes (fleet/exits.py; docs/dispatch.md):
         "worker": "worker name (default: lane first, then any healthy)",
         "dry_run": "run every check, launch nothing",
         "json": "print one JSON object last",
-        "ignore_ci": "override check 7 (CI red)",
+        "ignore_ci": "silence check 7's red-baseline warning (check 7 is advisory: it never refuses)",
     }
 )
 def dispatch(c, issue, worker=None, dry_run=False, json=False, ignore_ci=False, inventory=None):

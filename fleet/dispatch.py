@@ -56,6 +56,8 @@ from fleet.sync import SyncState, parse_sync, sync_command
 from fleet.transport import TransportError
 from fleet.units import Claim, ClaimCode, unit_name
 
+# The unit's environment names the CI baseline the run starts on; the runner's start marker says it.
+BASELINE_ENV = "FLEET_BASELINE"
 # Check 9 may fetch a large repository: bounded so one slow worker cannot hold a sweep.
 SYNC_TIMEOUT_S = 120.0
 
@@ -169,20 +171,24 @@ def _the_issue(ctx: FleetContext, number: int, dry_run: bool, *, recheck: bool =
 _HOLD_CODES = {6: Exit.LATCHED, 7: Exit.EXHAUSTED, 8: Exit.MARKER_PARKED, 12: Exit.UNAPPROVED}
 
 
-def _ci(ctx: FleetContext, ignore_ci: bool) -> None:
+def _ci(ctx: FleetContext, ignore_ci: bool) -> str:
+    """Check 7, advisory (seed 003): the baseline this run starts on — ``green``, ``red`` or
+    ``unknown`` — recorded in its start marker, never a refusal. A red ``main`` refused every
+    dispatch before, the issue that would fix CI included; and a run on a red baseline spends no
+    attempt when it fails (``fleet.markers.history``), because the failure may be the baseline's."""
     try:
         state = ctx.board.ci_status()
     except BoardError as exc:  # a guard's own outage fails open (D5)
         ctx.warn(f"fleet: warning: CI status unreadable ({exc}); treated as not red")
-        return
-    if state is CIState.RED and not ignore_ci:  # 7
-        raise _Refused(
-            7,
-            Exit.CI_RED,
-            "CI on main is red (runs would inherit a broken baseline; --ignore-ci overrides)",
+        return CIState.UNKNOWN.value
+    if state is CIState.RED and not ignore_ci:
+        ctx.warn(
+            "fleet: CI on main is red: the run starts on a red baseline (check 7 is advisory); "
+            "its start marker says baseline=red, and a failure it ends in spends no attempt"
         )
     if state is CIState.UNKNOWN:
         ctx.warn("fleet: CI status unknown; unreadable CI is never treated as red")
+    return state.value
 
 
 def _choose(ctx: FleetContext, issue: Issue, wanted: str | None) -> WorkerConfig:
@@ -338,6 +344,7 @@ def _claim(
     the: Issue,
     run_id: str,
     timings: dict[str, float],
+    baseline: str,
 ) -> Unit | None:
     """Checks 6 and 10 under the fleet lock: probe every worker, re-read the last word, then
     claim the name."""
@@ -356,6 +363,7 @@ def _claim(
                 "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
                 "FLEET_INVENTORY": inventory_arg(inv),
                 "FLEET_RUN_ID": run_id,
+                BASELINE_ENV: baseline,
                 STATE_DIR_ENV: w.state_dir,  # where a death before the start marker is recorded
             }
             claim = ctx.supervisor(w).start(
@@ -449,7 +457,7 @@ def dispatch(
     try:
         page = _kill_switches(ctx, page)
         the = _the_issue(ctx, issue, dry_run)
-        _ci(ctx, ignore_ci)
+        baseline = _ci(ctx, ignore_ci)
         w = _choose(ctx, the, worker)
         chosen = w.name
         view = _reach_and_capacity(ctx, w)
@@ -465,7 +473,7 @@ def dispatch(
                 run_id,
             )
         _sync(ctx, w, issue, run_id)
-        unit = _claim(ctx, w, view, the, run_id, timings)
+        unit = _claim(ctx, w, view, the, run_id, timings, baseline)
     except _Refused as r:
         return DispatchResult(
             issue,
@@ -593,11 +601,7 @@ def _batch(
         except BoardError as exc:
             refuse(g, _Refused(3, Exit.WRITE_FAILED, f"board write failed: {exc}"))
             going.remove(g)
-    if going:
-        try:
-            _ci(ctx, ignore_ci)
-        except _Refused as r:
-            refuse_all(r)
+    baseline = _ci(ctx, ignore_ci) if going else CIState.UNKNOWN.value
     if going:  # 8 and 4: one probe of the fleet answers for every chosen worker
         views = probe_fleet(ctx)
         by_name = {v.name: v for v in views}
@@ -619,7 +623,9 @@ def _batch(
                 going.remove(g)
     _sync_once(ctx, going, refuse)
     if going:
-        _claim_batch(ctx, going, issues, refuse, out, began=began, size=len(requests))
+        _claim_batch(
+            ctx, going, issues, refuse, out, began=began, size=len(requests), baseline=baseline
+        )
     return [out[i] for i in range(len(requests))]
 
 
@@ -669,6 +675,7 @@ def _claim_batch(
     *,
     began: float,
     size: int,
+    baseline: str,
 ) -> None:
     """Checks 6 and 10 for the whole batch under ONE hold of the fleet lock: one probe, one page
     read for the last words (``issues`` are the fresh reads the checks passed on, by batch index),
@@ -685,6 +692,7 @@ def _claim_batch(
             "PATH": view.path or "/usr/local/bin:/usr/bin:/bin",
             "FLEET_INVENTORY": inventory_arg(inv),
             "FLEET_RUN_ID": g.run_id,
+            BASELINE_ENV: baseline,
             STATE_DIR_ENV: w.state_dir,  # where a death before the start marker is recorded
         }
         try:

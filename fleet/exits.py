@@ -25,7 +25,7 @@ class Exit(IntEnum):
     DARK_RATE_LIMIT = 24  # check 4, source rate_limit: clears on a clock
     DARK_REVOKED = 25  # check 4, source revoked: a clock never clears it
     BLOCKED = 26  # check 5
-    CI_RED = 28  # check 7 (unreadable CI is never red)
+    CI_RED = 28  # no longer produced: check 7 is advisory (a red baseline is recorded, not refused)
     UNREACHABLE = 30  # check 8: no token came back, nothing ran
     NO_PERMISSION = 31  # check 8: the master cannot write its state directory
     NO_RUNNER = 32  # check 8: fleet's runner is not installed for this master

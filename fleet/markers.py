@@ -227,6 +227,9 @@ class History:
     # first ("-" when its start named none): free of the attempt budget (D8), bounded on their own.
     capacity: tuple[str, ...] = field(default=())
     ignored: tuple[Ignored, ...] = ()  # steering from someone the fleet does not listen to
+    # Runs started on a red CI baseline (start marker ``baseline=red``) that ended failed or timed
+    # out since the last reopen/release: free of the budget up to RED_BASELINE_FREE (check 7).
+    red_failures: int = 0
 
     @property
     def last_marker(self) -> Marker | None:
@@ -303,6 +306,16 @@ def _words(issue: Issue, identity: str | None, trust: Trust) -> tuple[list[Word]
     return [w for _, _, w in entries], ignored
 
 
+# Check 7 is advisory (seed 003): a run started on a red CI baseline whose run ended in one of these
+# spends no attempt — the seed's incident is runs on a red main stamped failed for correct work.
+RED_CAUSED = frozenset({Kind.FAILED, Kind.TIMED_OUT})
+# How many such failures are free per issue (per reopen/release) before they count again: a bound
+# on the burn loop while main stays red (D13: the attempt cap bounds wasted starts). Not measured:
+# a guess equal to the default attempt cap, so a red spell can at most double an issue's wasted
+# runs. The reading that would settle it: how many red-baseline failures later succeed on green.
+RED_BASELINE_FREE = 3
+
+
 def history(issue: Issue, policy: Policy | str | None = None) -> History:
     """Read an issue's markers, reopens and releases into a :class:`History`.
 
@@ -324,7 +337,7 @@ def history(issue: Issue, policy: Policy | str | None = None) -> History:
         if w.kind is not WordKind.MARKER:
             since = i + 1
     window = [w.marker for w in words[since:] if w.marker is not None]
-    attempts = retries = 0
+    attempts = retries = red = 0
     capacity: list[str] = []
     for i, m in enumerate(window):
         if m.kind is Kind.PARKED:
@@ -338,7 +351,11 @@ def history(issue: Issue, policy: Policy | str | None = None) -> History:
             capacity.append(m.get("worker") or "-")
         if terminal is not None and terminal.kind in (Kind.CAPACITY, Kind.PARKED):
             continue  # D8: a capacity death is not the work's failure; D7: a parked retry never ran
+        if m.get("baseline") == "red" and terminal is not None and terminal.kind in RED_CAUSED:
+            red += 1  # check 7: the failure may be the red baseline's, not the agent's
+            continue
         attempts += 1
+    attempts += max(0, red - RED_BASELINE_FREE)
     # Each superseded marker names one duplicate unit that oldest-wins repair stopped (D4): its
     # start was the fleet's mistake, not an attempt at the work, so it is given back.
     attempts = max(0, attempts - sum(1 for m in window if m.kind is Kind.SUPERSEDED))
@@ -349,7 +366,16 @@ def history(issue: Issue, policy: Policy | str | None = None) -> History:
         elif w.kind in (WordKind.RELEASE, WordKind.REOPEN):
             park = None
     return History(
-        tuple(words), markers, last, attempts, retries, park, (), tuple(capacity), tuple(ignored)
+        tuple(words),
+        markers,
+        last,
+        attempts,
+        retries,
+        park,
+        (),
+        tuple(capacity),
+        tuple(ignored),
+        red,
     )
 
 

@@ -145,6 +145,9 @@ class Runner:
             "unit": f"task-{self.issue}",
             "brief": brief_version(),
             "agent": self.worker.agent_kind.value,  # which adapter reads this run (docs/agents.md)
+            # check 7, advisory: the CI baseline the dispatch saw (green/red/unknown); a failure
+            # of a run started on red spends no attempt (fleet.markers.history)
+            "baseline": os.environ.get("FLEET_BASELINE") or None,
         }
         try:
             start_comment = self.post(render(Kind.START, start))  # 4

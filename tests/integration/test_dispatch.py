@@ -191,16 +191,27 @@ def test_open_blocker_refuses_and_names_it(fleet: Fleet) -> None:
     assert f"#{blocker}" in line
 
 
-def test_red_ci_refuses_and_ignore_ci_passes(fleet: Fleet) -> None:
-    n = fleet.board.create_issue("plain work", "body")
+def test_red_ci_is_advisory_the_run_starts_and_says_it_started_on_red(fleet: Fleet) -> None:
+    # Seed 003 check 7: open and advisory. Before, a red main refused every dispatch (exit 28),
+    # the issue that would fix CI included.
+    n = fleet.board.create_issue("Fault: failed", "body", labels=["demo:crash"])
     fleet.board.set_ci(CIState.RED)  # type: ignore[attr-defined]
-    line = refuses(fleet, n, Exit.CI_RED, 7, worker="w1")
-    assert "--ignore-ci" in line
-    r = dispatch(fleet.ctx, n, worker="w1", dry_run=True, ignore_ci=True)
-    assert (r.outcome, r.code) == ("dry-run", Exit.OK), r.line()
-
-
-# -- check 4 and the worker choice ---------------------------------------------------------------
+    r = dispatch(fleet.ctx, n, worker="w1")
+    assert r.launched, r.line()
+    issue = wait_for(fleet.board, n, lambda i: len(kinds(i)) >= 2)
+    start = next(m for m in history(issue, "fleet").markers if m.kind is Kind.START)
+    assert start.get("baseline") == "red"
+    h = history(issue, "fleet")
+    assert kinds(issue)[-1] in (Kind.FAILED, Kind.TIMED_OUT), kinds(issue)
+    assert (h.attempts, h.red_failures) == (0, 1)  # the failure may be the baseline's
+    fleet.board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
+    m = fleet.board.create_issue("plain work", "body")
+    assert dispatch(fleet.ctx, m, worker="w1").launched
+    green = wait_for(fleet.board, m, has_marker(Kind.SUCCESS))
+    assert (
+        next(x for x in history(green, "fleet").markers if x.kind is Kind.START).get("baseline")
+        == "green"
+    )
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ from fleet.exits import Exit
 from fleet.halt import write_halt_file
 from fleet.lock import FleetLock
 from fleet.markers import Kind
-from fleet.model import CapacitySource, CIState
+from fleet.model import CapacitySource
 from fleet.runner.capacity import Capacity, capacity_path, write_capacity
 from tests.integration.test_dispatch import Fleet, has_marker, kinds, make_fleet, wait_for
 from tests.integration.test_dispatch_codes import _fleet_from, _ghost
@@ -116,12 +116,6 @@ def _blocked(f: Fleet) -> tuple[int, dict[str, object]]:
     return n, {"worker": "w1"}
 
 
-def _ci_red(f: Fleet) -> tuple[int, dict[str, object]]:
-    n = _plain(f)
-    f.board.set_ci(CIState.RED)  # type: ignore[attr-defined]
-    return n, {"worker": "w1"}
-
-
 def _dark(source: CapacitySource, **kw: object) -> Arrange:
     def arrange(f: Fleet) -> tuple[int, dict[str, object]]:
         n = _plain(f)
@@ -181,7 +175,6 @@ CASES = {
     "1-missing": Case(Exit.ISSUE_MISSING, lambda f: (999, {"worker": "w1"})),
     "2-closed": Case(Exit.ISSUE_CLOSED, _closed),
     "5-blocked": Case(Exit.BLOCKED, _blocked),
-    "7-ci-red": Case(Exit.CI_RED, _ci_red),
     "no-such-worker": Case(Exit.NO_SUCH_WORKER, _on("nope")),
     "4-rate-limit": Case(Exit.DARK_RATE_LIMIT, _dark(CapacitySource.RATE_LIMIT, worker="w1")),
     "4-revoked": Case(Exit.DARK_REVOKED, _dark(CapacitySource.REVOKED, worker="w1")),

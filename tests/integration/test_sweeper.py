@@ -15,6 +15,7 @@ from fleet.dispatch import dispatch
 from fleet.exits import Exit
 from fleet.halt import write_halt_file
 from fleet.markers import Kind
+from fleet.model import CIState
 from fleet.roles.sweeper import DRY_RUN_HEARTBEAT, HEARTBEAT, tick
 from fleet.switches import DRAIN, PAUSE, flag_path, write_switch
 from fleet.trace import read_trace
@@ -194,3 +195,14 @@ def test_a_crashed_sweep_names_itself_in_the_heartbeat(fleet: Fleet) -> None:
     beat = _heartbeat(fleet)
     assert (beat["outcome"], beat["exit"]) == ("crashed", Exit.SWEEP_CRASHED)
     assert "parser bug" in str(beat["error"])
+
+
+def test_red_ci_does_not_stop_the_scheduler(fleet: Fleet) -> None:
+    # Check 7 is advisory: a red main used to refuse every dispatch of every sweep (exit 28).
+    n = fleet.board.create_issue("Add a greeting")
+    fleet.board.set_ci(CIState.RED)  # type: ignore[attr-defined]
+    report = tick(fleet.ctx, apply=True)
+    assert [r.issue for r in report.results if r.launched] == [n], [
+        r.line() for r in report.results
+    ]
+    wait_for(fleet.board, n, has_marker(Kind.SUCCESS))
