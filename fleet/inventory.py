@@ -77,7 +77,7 @@ POLICY_KEYS = ("hold_labels", "fixture_label", "do_not_dispatch", "attempt_cap",
                "max_turns", "reaper_threshold_s", "timer_period_s", "max_run_s", "report_label")
 WORKER_KEYS = ("name", "transport", "host", "port", "master", "lane", "clone", "runner_clone",
                "runner_remote", "path_prefix", "agent", "supervisor", "key", "known_hosts",
-               "state_dir", "python", "max_run_s", "agent_kind")
+               "state_dir", "python", "max_run_s", "agent_kind", "agent_token_file", "agent_token_env")
 # fmt: on
 
 
@@ -152,6 +152,10 @@ class WorkerConfig:
     max_run_s: int  # RuntimeMaxSec of every unit on this worker
     # Which adapter reads the agent's output (fleet/agentkinds); detected from ``agent`` when unset.
     agent_kind: AgentKind = AgentKind.CLAUDE
+    # The agent's OWN credential for push/PR/merge: a private file on the worker, handed to the agent
+    # as ``agent_token_env`` (the GitHub CLI reads GH_TOKEN). Never the board's token (issue 16).
+    agent_token_file: str | None = None
+    agent_token_env: str = "GH_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -502,6 +506,10 @@ def _worker(
         python=node.text("python", DEFAULT_PYTHON),
         max_run_s=node.integer("max_run_s", max_run_s),
         agent_kind=_agent_kind(node, warnings),
+        agent_token_file=node.text("agent_token_file", None, **opt),
+        agent_token_env=node.get(
+            "agent_token_env", "GH_TOKEN", "a variable NAME", _matches(_ENV_NAME)
+        ),
     )
 
 

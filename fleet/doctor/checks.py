@@ -29,7 +29,7 @@ REGISTRY: list[tuple[str, Check]] = []
 # Checks that need no board (the workers): they run even when the board cannot be opened, so one
 # doctor run names every broken piece, not the first.
 BOARDLESS: set[str] = set()
-MODULES: tuple[str, ...] = ()  # further modules whose import registers checks
+MODULES: tuple[str, ...] = ("fleet.doctor.agent_cred",)  # further modules registering checks
 # One worker's script: ls-remote's bound twice over, plus the SSH round trip.
 WORKER_TIMEOUT_S = 2 * wscript.LS_REMOTE_TIMEOUT_S + 15
 PROBE_TITLE = "fleet doctor probe: throwaway, closed at once"

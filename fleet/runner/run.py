@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
+from fleet.agent_credential import read_token
 from fleet.authority import sort_mentions
 from fleet.board.base import Board, BoardError
 from fleet.board.local import LocalBoard
@@ -271,7 +272,15 @@ class Runner:
             "FLEET_WORKTREE": str(wt.path),
         }
         names, values = self._fleet_secrets()
-        env = agent_env(os.environ, run_vars, withheld_names=names, withheld_values=values)
+        token = read_token(self.worker.agent_token_file)  # the agent's own credential
+        credential = (self.worker.agent_token_env, token) if token else None
+        env = agent_env(
+            os.environ,
+            run_vars,
+            withheld_names=names,
+            withheld_values=values,
+            credential=credential,
+        )
         with self._forge_gate() as gate:  # the agent's door to the embedded forge, not the file
             if gate is not None:
                 env[FORGE_ENV] = str(gate)

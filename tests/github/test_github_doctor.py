@@ -73,3 +73,25 @@ def test_names_dropped_labels_and_a_readable_token_file(
     assert found["board: label, comment, close"].reason == "labels-dropped"
     assert all(i.state == "closed" for i in state.issues.values())
     assert found["worker w1: token file"].reason == "token-file-readable"
+
+
+@pytest.mark.parametrize(("agent_token", "ok", "reason"), [
+    ("t", False, "same-token"),  # the fleet's own token handed to the agent: it could post markers
+    ("agent-token", True, "ok"),
+    (None, True, "ok"),  # no agent_token_file: the fleet's token is withheld, nothing handed on
+])  # fmt: skip
+def test_doctor_fails_when_the_agent_holds_the_token_that_posts_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_token: str | None, ok: bool, reason: str
+) -> None:
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    path = _github_fleet(tmp_path, monkeypatch, Replayer())
+    if agent_token is not None:
+        agent = tmp_path / "agent-token"
+        agent.write_text(agent_token + "\n")
+        text = path.read_text(encoding="utf-8").replace(
+            "    supervisor: portable\n", f"    supervisor: portable\n    agent_token_file: {agent}\n"
+        )
+        path.write_text(text, encoding="utf-8")
+    found = {f.check: f for f in run(str(path), default_path(), Options(probe=False))}
+    verdict = found["worker w1: agent credential"]
+    assert verdict.ok is ok and verdict.reason == reason, verdict

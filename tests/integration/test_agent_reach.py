@@ -142,13 +142,17 @@ def test_the_agent_environment_names_no_board_origin_or_inventory(tmp_path) -> N
     dump, script = tmp_path.resolve() / "agent-env.json", tmp_path / "dump.py"
     script.write_text(f"import json, os\njson.dump(dict(os.environ), open({str(dump)!r}, 'w'))\n")
     agent = f"{sys.executable} {script}"
-    with fleet_at(tmp_path, agent=agent) as f:
+    token = tmp_path.resolve() / "agent-token"
+    token.write_text("ghp_agents_own\n")
+    extra = {"agent_token_file": str(token)}
+    with fleet_at(tmp_path, agent=agent, worker_extra=extra) as f:
         n = f.board.create_issue("Add a greeting", "body")
         board = str(f.inventory.board.path)
-        res = run_runner(f, n, "r1")
+        res = run_runner(f, n, "r1", env={"GH_TOKEN": "ghp_runners"})
         assert res.returncode in (RunExit.OK, RunExit.FAILED), res.stderr
         env = json.loads(dump.read_text(encoding="utf-8"))
     for name in ("FLEET_BOARD_PATH", "FLEET_ORIGIN", "FLEET_INVENTORY"):
         assert name not in env
     assert not any(board in v or str(f.inventory_path) in v for v in env.values())
     assert env["FLEET_ISSUE"] == str(n) and Path(env["FLEET_FORGE"]).name == "s"
+    assert env["GH_TOKEN"] == "ghp_agents_own"  # its own credential (agent_token_file), not ours
