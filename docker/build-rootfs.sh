@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build the harness worker's root filesystem from Debian's own packages, as one tarball for
-# `docker import`. No registry can be reached from here (shared/notes/docker-facts.md), so the
+# `docker import`. No registry can be reached from here (docs/facts.md), so the
 # image is bootstrapped with mmdebstrap from the mirror the caller read out of this machine's apt
 # configuration, and the Python dependencies come from a wheelhouse built on the host.
 #
