@@ -52,7 +52,7 @@ class CaptureKind(StrEnum):
 
 @dataclass(frozen=True)
 class Envelope:
-    """The fields of a result envelope that fleet branches on (notes/agent-facts.md).
+    """The fields of a result envelope that fleet branches on (docs/facts.md).
 
     ``raw`` is the whole object re-serialised with sorted keys: a string keeps the value frozen and
     hashable, and :meth:`data` gives a fresh dict to anyone who needs a field not modelled here.

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.envelope import Reading
 
-# The agent CLI's own retry ladder before it gives up (notes/agent-facts.md: 10 retries,
+# The agent CLI's own retry ladder before it gives up (docs/facts.md: 10 retries,
 # min(0.5 s * 2^(n-1), 32 s) + up to 25 % jitter, Retry-After honoured): about 160-200 s of
 # waiting. A fleet backoff shorter than the top of that range re-enters the degraded window the CLI
 # already spent minutes losing to (D7); :func:`backoff_warning` flags such a ladder.

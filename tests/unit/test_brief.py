@@ -34,7 +34,7 @@ def render(body: str = "Make the widget blue.", title: str = "Blue widget", ment
         body=body,
         mentions=list(mentions),
         results_file="/run/results.json",
-        worktree="/work/wt/42-abc",
+        worktree="/srv/wt/42-abc",
     )
 
 
@@ -51,7 +51,7 @@ def test_every_placeholder_is_in_the_template_and_none_survives_rendering() -> N
     text = render().text
     assert not any("{{" + name + "}}" in text for name in PLACEHOLDERS)
     assert "issue #42 — Blue widget" in text
-    assert "/work/wt/42-abc" in text and "/run/results.json" in text
+    assert "/srv/wt/42-abc" in text and "/run/results.json" in text
     assert "Make the widget blue." in text
 
 
