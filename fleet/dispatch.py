@@ -355,7 +355,7 @@ def _claim(
             t_probe = time.monotonic()
             views = probe_fleet(ctx)
             _no_live_run(ctx, views, issue, w)
-            late = _relatched(ctx, {issue: the})
+            late = _relatched(ctx, {issue: the}) if not _live_on(views, w, issue) else {}
             if late:
                 raise _Refused(6, Exit.LATCHED_UNDER_LOCK, late[issue], w.name)
             _canary_still_open(w, view, views)
@@ -386,6 +386,13 @@ def _claim(
             w.name,
         ) from None
     return _claimed(claim, w)
+
+
+def _live_on(views: tuple[WorkerView, ...], w: WorkerConfig | None, issue: int) -> bool:
+    """A live unit of ``issue`` on the dispatching worker itself. The re-read of the last word is
+    then left out: that unit's start is the newer word, and the name claim (check 10) refuses with
+    the more specific answer, the unit it found."""
+    return w is not None and any(v.name == w.name and _live(v.units, issue) for v in views)
 
 
 def _relatched(ctx: FleetContext, before: Mapping[int, Issue]) -> dict[int, str]:
@@ -731,7 +738,8 @@ def _claim_batch(
                 except _Refused as r:
                     refuse(g, r)
                     going.remove(g)
-            late = _relatched(ctx, {g.issue: issues[g.at] for g in going}) if going else {}
+            reread = {g.issue: issues[g.at] for g in going if not _live_on(views, g.w, g.issue)}
+            late = _relatched(ctx, reread) if reread else {}
             for g in [g for g in going if g.issue in late]:
                 assert g.w is not None
                 refuse(g, _Refused(6, Exit.LATCHED_UNDER_LOCK, late[g.issue], g.w.name))

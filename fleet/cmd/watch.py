@@ -10,10 +10,12 @@ the outage it is there to show.
 
 from __future__ import annotations
 
+import signal
 import sys
-import time
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from types import FrameType
 from typing import TextIO
 
 from rich.console import Console
@@ -35,6 +37,35 @@ def frame(read: Callable[[], str], every: float, now: datetime) -> str:
     return f"fleet-status at {stamp}, every {every:g}s (Ctrl-C stops)\n{body}"
 
 
+class Interrupt:
+    """Ctrl-C as a request, taken at a safe point. The first SIGINT sets ``requested`` and puts the
+    default handler back, so the frame being read finishes (a board read is never cut halfway, with
+    its connection's lock still held) and the wait between frames ends at once; a second Ctrl-C
+    interrupts whatever is running, for a read that hangs. Off the main thread, where no handler can
+    be installed, Ctrl-C stays the plain ``KeyboardInterrupt`` it always is."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._previous: object = None
+
+    def _handle(self, _sig: int, _frame: FrameType | None) -> None:
+        self.requested.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __enter__(self) -> Interrupt:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)  # type: ignore[arg-type]
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; True once Ctrl-C was asked for."""
+        return self.requested.wait(seconds)
+
+
 def watch(
     read: Callable[[], str],
     every: float,
@@ -43,30 +74,37 @@ def watch(
     tty: bool | None = None,
     count: int | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    interrupt: Interrupt | None = None,
 ) -> int:
     """Redraw until Ctrl-C (or ``count`` frames); returns the number of frames drawn."""
     out = out or sys.stdout
     every = max(MIN_EVERY_S, every)
     tty = out.isatty() if tty is None else tty
     drawn = 0
-    try:
-        if tty:
-            console = Console(file=out, force_terminal=True)
-            with Live(console=console, auto_refresh=False, vertical_overflow="crop") as live:
-                while count is None or drawn < count:
-                    live.update(
-                        Text(printable(frame(read, every, clock()), lines=True)), refresh=True
-                    )
+
+    def more() -> bool:  # after a frame: wait for the next one unless done or asked to stop
+        if count is not None and drawn >= count:
+            return False
+        return not stop.wait(every)
+
+    with interrupt or Interrupt() as stop:
+        try:
+            if tty:
+                console = Console(file=out, force_terminal=True)
+                with Live(console=console, auto_refresh=False, vertical_overflow="crop") as live:
+                    while not stop.requested.is_set():
+                        text = Text(printable(frame(read, every, clock()), lines=True))
+                        live.update(text, refresh=True)
+                        drawn += 1
+                        if not more():
+                            break
+            else:
+                while not stop.requested.is_set():
+                    out.write(printable(frame(read, every, clock()), lines=True) + "\n\n")
+                    out.flush()
                     drawn += 1
-                    if count is None or drawn < count:
-                        time.sleep(every)
-        else:
-            while count is None or drawn < count:
-                out.write(printable(frame(read, every, clock()), lines=True) + "\n\n")
-                out.flush()
-                drawn += 1
-                if count is None or drawn < count:
-                    time.sleep(every)
-    except KeyboardInterrupt:
-        pass
+                    if not more():
+                        break
+        except KeyboardInterrupt:  # the second Ctrl-C, inside a read that would not end
+            pass
     return drawn

@@ -50,28 +50,31 @@ def test_an_unreadable_board_at_step_3_proceeds_and_says_so(tmp_path: Path) -> N
 
 @dataclass
 class FirstReadFails:
-    """A real board whose first ``issue()`` read fails: a blink at exactly step 3."""
+    """The real board's ``issue()`` with its first read failing: a blink at exactly step 3. It is
+    patched onto the board object itself, so the runner still sees the embedded board it is (and
+    serves the agent its forge gate)."""
 
     board: Board
     failed: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._read = self.board.issue
 
     def issue(self, number: int) -> Issue | None:
         if not self.failed:
             self.failed.append(number)
             raise BoardUnreadable("board blinked at step 3")
-        return self.board.issue(number)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.board, name)
+        return self._read(number)
 
 
 def test_a_board_blink_at_step_3_still_runs_the_work_to_success(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with fleet_at(tmp_path) as f:
         n = f.board.create_issue("Add a greeting", "body")
         blinking = FirstReadFails(f.board)
-        runner = Runner(f.inventory, blinking, worker(f), n, "r-blink")  # type: ignore[arg-type]
+        monkeypatch.setattr(f.board, "issue", blinking.issue)
+        runner = Runner(f.inventory, f.board, worker(f), n, "r-blink")
         code = runner.run()
         err = capsys.readouterr().err
         assert blinking.failed == [n]
