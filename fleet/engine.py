@@ -13,7 +13,11 @@ continue past a failed item, and act on the three failure classes (seed 000):
 
 Every step is journalled to the trace as it happens: the trace is the run.
 
-The pool bounds dispatch *calls* in flight, never runs (D13): a launched unit is not in the pool.
+A round hands the loop every item it claimed, up to ``pool``, in ONE ``dispatch`` call, and lands
+each answer: the sweeper's dispatches share one probe and one hold of the fleet lock that way
+(``fleet.dispatch.dispatch_batch``), and a loop whose items are independent writes runs them side by
+side with :func:`each`. The pool bounds items handed out at once, never runs (D13): a launched unit
+is not in the pool.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -85,7 +89,10 @@ class Loop(Protocol[Item]):
 
     def tier_policy(self, item: Item) -> Tier: ...
 
-    def dispatch(self, item: Item) -> Result: ...
+    def dispatch(self, items: Sequence[Item]) -> Sequence[Result]:
+        """Carry out the dispatches of one round, every item already claimed: one Result per
+        item, in order (seed 000's ``Dispatch(Item)``, a round at a time)."""
+        ...
 
     def land(self, item: Item, result: Result) -> None: ...
 
@@ -171,89 +178,97 @@ def drain(
     backoffs: Sequence[float] | None = None,
     escalate: Escalate | None = None,
 ) -> DrainReport:
-    """Drain ``loop``: claim → dispatch → land → release, refilling a pool of ``pool`` calls.
+    """Drain ``loop``: claim → dispatch → land → release, ``pool`` items at a time.
 
     ``backoffs`` is the retry ladder (``RETRY_BACKOFFS_S`` when None); ``escalate`` receives each
     round's cannot-classify failures (when None they are only journalled and reported here)."""
     report = DrainReport()
     ladder = tuple(RETRY_BACKOFFS_S if backoffs is None else backoffs)
-    with ThreadPoolExecutor(max_workers=pool) as ex:
-        while report.rounds < max_rounds:
-            report.rounds += 1
-            escalations = _round(loop, claims, trace, ex, pool, key, ladder, report)
-            if escalations:
-                _escalate(loop.name(), escalations, escalate, trace)
-            ns = loop.name()
-            if not loop.on_idle():
-                trace.event("IDLE", loop=ns, then="stop")
-                break
-            trace.event("IDLE", loop=ns, then="poll")
+    while report.rounds < max_rounds:
+        report.rounds += 1
+        escalations = _Round(loop, claims, trace, key, ladder, report).run(pool)
+        if escalations:
+            _escalate(loop.name(), escalations, escalate, trace)
+        ns = loop.name()
+        if not loop.on_idle():
+            trace.event("IDLE", loop=ns, then="stop")
+            break
+        trace.event("IDLE", loop=ns, then="poll")
     return report
 
 
-def _round(
-    loop: Loop[Item],
-    claims: Claim,
-    trace: Trace,
-    ex: ThreadPoolExecutor,
-    pool: int,
-    key: Callable[[Item], str],
-    ladder: tuple[float, ...],
-    report: DrainReport,
-) -> list[Escalation]:
-    """One pass over the queue, retries included; returns the round's cannot-classify failures."""
-    ns = loop.name()
-    queue = list(loop.select_queue())
-    inflight: dict[Future[Result], Item] = {}
-    parked: list[tuple[float, Item]] = []  # (monotonic due time, item): retries not yet due
-    tries: dict[str, int] = {}
-    escalations: list[Escalation] = []
-    while queue or inflight or parked:
-        now = time.monotonic()
-        queue += [item for due, item in parked if due <= now]
-        parked = [(due, item) for due, item in parked if due > now]
-        while queue and len(inflight) < pool:
-            item = queue.pop(0)
-            k = key(item)
-            if loop.tier_policy(item) is Tier.HUMAN:
-                report.to_human += 1
-                trace.event("ROUTE", loop=ns, item=k, to="human")
-                continue
-            if not claims.claim(ns, k):
-                report.skipped_claimed += 1
-                trace.event("SKIP", loop=ns, item=k, why="claimed elsewhere")
-                continue
-            trace.event("CLAIM", loop=ns, item=k)
-            trace.event("DISPATCH", loop=ns, item=k)
-            report.dispatched += 1
-            inflight[ex.submit(_safe, loop, item)] = item
-        next_due = min((due for due, _ in parked), default=None)
-        if not inflight:
-            if next_due is None:
-                break
-            time.sleep(max(0.0, next_due - time.monotonic()))
-            continue
-        timeout = None if next_due is None else max(0.0, next_due - time.monotonic())
-        done, _ = wait(inflight, timeout=timeout, return_when=FIRST_COMPLETED)
-        for fut in done:
-            item = inflight.pop(fut)
-            k = key(item)
-            result = fut.result()
-            _land(loop, claims, trace, item, k, result, report)
-            if result.failure is Failure.RETRY and tries.get(k, 0) < len(ladder):
-                delay = ladder[tries.get(k, 0)]
-                tries[k] = tries.get(k, 0) + 1
-                report.retried += 1
-                parked.append((time.monotonic() + delay, item))
-                trace.event("RETRY", loop=ns, item=k, after_s=delay, rung=tries[k], of=len(ladder))
-            elif result.failure is Failure.REFUSE:
-                report.refused += 1
-            elif result.failure is Failure.UNCLASSIFIED:
-                esc = Escalation(ns, k, result.detail, dict(result.data))
-                escalations.append(esc)
-                report.unclassified.append(esc)
-                trace.event("ROUTE", loop=ns, item=k, to="human", why=str(Failure.UNCLASSIFIED))
-    return escalations
+class _Round:
+    """One pass over the queue, retries included."""
+
+    def __init__(
+        self,
+        loop: Loop[Item],
+        claims: Claim,
+        trace: Trace,
+        key: Callable[[Item], str],
+        ladder: tuple[float, ...],
+        report: DrainReport,
+    ) -> None:
+        self.loop, self.claims, self.trace, self.key = loop, claims, trace, key
+        self.ladder, self.report = ladder, report
+        self.ns = loop.name()
+        self.parked: list[tuple[float, Item]] = []  # (monotonic due time, item): retries not due
+        self.tries: dict[str, int] = {}
+        self.escalations: list[Escalation] = []
+
+    def run(self, pool: int) -> list[Escalation]:
+        """Returns the round's cannot-classify failures."""
+        queue = list(self.loop.select_queue())
+        while queue or self.parked:
+            now = time.monotonic()
+            queue += [item for due, item in self.parked if due <= now]
+            self.parked = [(due, item) for due, item in self.parked if due > now]
+            batch: list[Item] = []
+            while queue and len(batch) < pool:
+                item = queue.pop(0)
+                if self._claim(item):
+                    batch.append(item)
+            if batch:
+                for item, result in zip(batch, _safe(self.loop, batch), strict=True):
+                    self._landed(item, result)
+            elif not queue and self.parked:
+                time.sleep(max(0.0, min(due for due, _ in self.parked) - time.monotonic()))
+        return self.escalations
+
+    def _claim(self, item: Item) -> bool:
+        k, ns = self.key(item), self.ns
+        if self.loop.tier_policy(item) is Tier.HUMAN:
+            self.report.to_human += 1
+            self.trace.event("ROUTE", loop=ns, item=k, to="human")
+            return False
+        if not self.claims.claim(ns, k):
+            self.report.skipped_claimed += 1
+            self.trace.event("SKIP", loop=ns, item=k, why="claimed elsewhere")
+            return False
+        self.trace.event("CLAIM", loop=ns, item=k)
+        self.trace.event("DISPATCH", loop=ns, item=k)
+        self.report.dispatched += 1
+        return True
+
+    def _landed(self, item: Item, result: Result) -> None:
+        k, ns, report = self.key(item), self.ns, self.report
+        _land(self.loop, self.claims, self.trace, item, k, result, report)
+        rung = self.tries.get(k, 0)
+        if result.failure is Failure.RETRY and rung < len(self.ladder):
+            delay = self.ladder[rung]
+            self.tries[k] = rung + 1
+            report.retried += 1
+            self.parked.append((time.monotonic() + delay, item))
+            self.trace.event(
+                "RETRY", loop=ns, item=k, after_s=delay, rung=rung + 1, of=len(self.ladder)
+            )
+        elif result.failure is Failure.REFUSE:
+            report.refused += 1
+        elif result.failure is Failure.UNCLASSIFIED:
+            esc = Escalation(ns, k, result.detail, dict(result.data))
+            self.escalations.append(esc)
+            report.unclassified.append(esc)
+            self.trace.event("ROUTE", loop=ns, item=k, to="human", why=str(Failure.UNCLASSIFIED))
 
 
 def _land(
@@ -294,12 +309,32 @@ def _escalate(
     trace.event("ESCALATE", loop=ns, items=[e.item for e in escalations], to="human")
 
 
-def _safe(loop: Loop[Item], item: Item) -> Result:
-    """A failed dispatch does not abort the drain: it is landed as failed (seed 000)."""
+def _safe(loop: Loop[Item], items: Sequence[Item]) -> list[Result]:
+    """A failed dispatch does not abort the drain: each of its items is landed as failed."""
     try:
-        return loop.dispatch(item)
+        results = list(loop.dispatch(items))
     except Exception as exc:  # the engine classifies; it never crashes on an item
-        return Result(False, f"{type(exc).__name__}: {exc}", Failure.UNCLASSIFIED)
+        return [Result(False, f"{type(exc).__name__}: {exc}", Failure.UNCLASSIFIED) for _ in items]
+    if len(results) != len(items):  # a loop that lost an answer cannot say which one it lost
+        why = f"dispatch answered {len(results)} results for {len(items)} items"
+        return [Result(False, why, Failure.UNCLASSIFIED) for _ in items]
+    return results
+
+
+def each(items: Sequence[Item], one: Callable[[Item], Result]) -> list[Result]:
+    """A loop's dispatch for independent items: ``one`` on each, side by side (one thread an item;
+    the round is at most the drain's ``pool``), and an item whose call raised lands as failed."""
+
+    def safe(item: Item) -> Result:
+        try:
+            return one(item)
+        except Exception as exc:  # one item's crash is that item's failure, not the round's
+            return Result(False, f"{type(exc).__name__}: {exc}", Failure.UNCLASSIFIED)
+
+    if len(items) <= 1:
+        return [safe(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return list(pool.map(safe, items))
 
 
 __all__ = [
@@ -314,4 +349,5 @@ __all__ = [
     "Result",
     "Tier",
     "drain",
+    "each",
 ]

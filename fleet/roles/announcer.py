@@ -29,15 +29,15 @@ from typing import Any
 from fleet.announce import Assessment, Report, Stall, assess, report_for, unclassified_stall
 from fleet.board.base import BoardError, BoardPage, LabelsDropped
 from fleet.context import FleetContext
-from fleet.engine import Escalate, Escalation, Failure, FileClaims, Result, Tier, drain
+from fleet.engine import Escalate, Escalation, Failure, FileClaims, Result, Tier, drain, each
 from fleet.exits import Exit
-from fleet.halt import read_halt_file
 from fleet.model import Issue, Snapshot
 from fleet.observe import probe_fleet, read_page
 from fleet.roles.base import held
 from fleet.roles.notifier import NoticeOutcome, Notifier
 from fleet.roles.notifier import key as notice_key
 from fleet.status import read_heartbeat
+from fleet.switches import read_halt_file
 from fleet.trace import Trace, to_jsonable
 
 
@@ -163,7 +163,10 @@ class Announcer:
     def tier_policy(self, item: Stall) -> Tier:
         return Tier.DISPATCH
 
-    def dispatch(self, item: Stall) -> Result:
+    def dispatch(self, items: Sequence[Stall]) -> list[Result]:
+        return each(items, self._one)
+
+    def _one(self, item: Stall) -> Result:
         return file_report(self.ctx, self.filings[item.key].report)
 
     def land(self, item: Stall, result: Result) -> None:

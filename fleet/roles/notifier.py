@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from fleet.board.base import BoardError
 from fleet.context import FleetContext
-from fleet.engine import Failure, Result, Tier
+from fleet.engine import Failure, Result, Tier, each
 from fleet.model import Snapshot
 from fleet.notices import Notice, notices, posted
 
@@ -51,7 +51,10 @@ class Notifier:
     def tier_policy(self, item: Notice) -> Tier:
         return Tier.DISPATCH
 
-    def dispatch(self, item: Notice) -> Result:
+    def dispatch(self, items: Sequence[Notice]) -> list[Result]:
+        return each(items, self._one)
+
+    def _one(self, item: Notice) -> Result:
         identity = self.ctx.inventory.policy.identity
         try:
             fresh = self.ctx.board.issue(item.issue)

@@ -23,7 +23,7 @@ from typing import Any
 from fleet.board.base import BoardError
 from fleet.codec import decode, decode_snapshot
 from fleet.context import FleetContext
-from fleet.engine import Failure, Result, Tier
+from fleet.engine import Failure, Result, Tier, each
 from fleet.exits import Exit
 from fleet.markers import history, open_start
 from fleet.model import Snapshot
@@ -109,7 +109,10 @@ class Reaper:
     def tier_policy(self, item: ReapDecision) -> Tier:
         return Tier.DISPATCH
 
-    def dispatch(self, item: ReapDecision) -> Result:
+    def dispatch(self, items: Sequence[ReapDecision]) -> list[Result]:
+        return each(items, self._one)
+
+    def _one(self, item: ReapDecision) -> Result:
         n = item.issue
         try:
             issue = self.ctx.board.issue(n)

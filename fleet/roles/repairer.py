@@ -25,7 +25,7 @@ from typing import Any
 from fleet.board.base import BoardError
 from fleet.codec import decode
 from fleet.context import FleetContext
-from fleet.engine import Failure, Result, Tier
+from fleet.engine import Failure, Result, Tier, each
 from fleet.exits import Exit
 from fleet.inventory import WorkerConfig
 from fleet.model import Unit, WorkerView
@@ -116,7 +116,10 @@ class Repairer:
     def tier_policy(self, item: RepairDecision) -> Tier:
         return Tier.DISPATCH
 
-    def dispatch(self, item: RepairDecision) -> Result:
+    def dispatch(self, items: Sequence[RepairDecision]) -> list[Result]:
+        return each(items, self._one)
+
+    def _one(self, item: RepairDecision) -> Result:
         lines: list[str] = []
         ok = True
         for unit in item.stop:

@@ -1,8 +1,9 @@
 """The sweeper: the scheduler as the first Loop on the engine (seed 000, seed 003 "scheduler").
 
-One tick = observe (one board read, one fleet probe) → ``select`` (pure) → dispatch each planned
-item through the one ``dispatch()`` (D15) → a heartbeat on every exit path (D14): dispatched, idle,
-halted, failed — so "nothing to do" and "not running" never look the same.
+One tick = observe (one board read, one fleet probe) → ``select`` (pure) → the plan's items handed
+to the one dispatch path (``dispatch_batch``, D15), a round of claimed items at a time → a heartbeat
+on every exit path (D14): dispatched, idle, halted, failed — so "nothing to do" and "not running"
+never look the same.
 """
 
 from __future__ import annotations
@@ -17,21 +18,18 @@ from pathlib import Path
 from fleet import cost
 from fleet.board.base import BoardPage
 from fleet.context import FleetContext
-from fleet.dispatch import DispatchResult
+from fleet.dispatch import DispatchResult, Request, dispatch_batch
 from fleet.engine import Failure, FileClaims, Result, Tier, drain
 from fleet.exits import Exit
-from fleet.halt import read_halt_file
 from fleet.model import Dispatch, Plan, Snapshot, iso
 from fleet.observe import read_page, snapshot
 from fleet.roles.announcer import tell_a_human
-from fleet.roles.batcher import Batcher
 from fleet.select import halt_line, issue_halts, select
-from fleet.switches import Switch, Switches, read_switches
+from fleet.switches import Switch, Switches, read_halt_file, read_switches
 from fleet.trace import Trace, to_jsonable
 
-# Dispatch calls in flight in one tick (the engine's pool; D13: it bounds calls, never runs). The
-# calls waiting together share one batch's probes and one hold of the fleet lock (batcher.py).
-# Measured on the harness, 200 launches over 5 masters on a busy 2-core box: pool 32 -> batches of
+# Items the engine hands the dispatch path at once (its pool; D13: it bounds dispatches, never
+# runs). One round's items share one batch's probes and one hold of the fleet lock. Measured on the harness, 200 launches over 5 masters on a busy 2-core box: pool 32 -> batches of
 # 32, 60 ms of worker CPU per launch; 64 -> ~51 ms; 200 -> 48 ms with the lock held 5.3 s per
 # batch. 64 holds it ~2.7 s (docs/performance.md), well inside the 30 s a waiting dispatcher
 # allows (lock.wait_s).
@@ -108,7 +106,6 @@ class Sweeper:
         self.snap: Snapshot | None = None
         self.plan: Plan = Plan()
         self._results: dict[int, DispatchResult] = {}  # the latest attempt per issue
-        self.batcher = Batcher(ctx)
 
     @property
     def results(self) -> list[DispatchResult]:
@@ -162,11 +159,14 @@ class Sweeper:
     def tier_policy(self, item: Dispatch) -> Tier:
         return Tier.DISPATCH  # holds never reach the queue: select() named them already
 
-    def dispatch(self, item: Dispatch) -> Result:
-        r = self.batcher.dispatch(item.issue, worker=item.worker, page=self.page)
-        self._results[item.issue] = r
-        detail = r.line() if r.launched else f"{r.line()} (exit {int(r.code)} {r.code.name})"
-        return Result(r.launched, detail, classify(r), r.to_json())
+    def dispatch(self, items: Sequence[Dispatch]) -> list[Result]:
+        requests = [Request(item.issue, item.worker) for item in items]
+        out = []
+        for r in dispatch_batch(self.ctx, requests, page=self.page):
+            self._results[r.issue] = r
+            detail = r.line() if r.launched else f"{r.line()} (exit {int(r.code)} {r.code.name})"
+            out.append(Result(r.launched, detail, classify(r), r.to_json()))
+        return out
 
     def land(self, item: Dispatch, result: Result) -> None:
         if not result.ok:

@@ -38,6 +38,8 @@ _WHY_CHARS = 200
 # The environment variable the dispatcher sets on every unit: the worker's state directory, so a
 # runner that cannot even read its inventory (exit 73) still knows where to record its death.
 STATE_DIR_ENV = "FLEET_STATE_DIR"
+# The CI baseline the run starts on (green, red, unknown): the dispatch sets it, the start marker says it.
+BASELINE_ENV = "FLEET_BASELINE"
 
 
 def deaths_path(state_dir: str | Path) -> Path:

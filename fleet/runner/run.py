@@ -46,7 +46,7 @@ from fleet.runner.forge_gate import ENV_VAR as FORGE_ENV
 from fleet.runner.forge_gate import ForgeGate
 from fleet.runner.heal import darken, describe_heal, heal, stamp_canary
 from fleet.runner.merge_proof import ProofUnavailable, claimed, unproven_merges
-from fleet.runner.prestart import forget_issue
+from fleet.runner.prestart import BASELINE_ENV, forget_issue
 from fleet.runner.worktree import Worktree, WorktreeError, make_worktree, release_worktree
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -148,7 +148,7 @@ class Runner:
             "agent": self.worker.agent_kind.value,  # which adapter reads this run (docs/agents.md)
             # check 7, advisory: the CI baseline the dispatch saw (green/red/unknown); a failure
             # of a run started on red spends no attempt (fleet.markers.history)
-            "baseline": os.environ.get("FLEET_BASELINE") or None,
+            "baseline": os.environ.get(BASELINE_ENV) or None,
         }
         try:
             start_comment = self.post(render(Kind.START, start))  # 4

@@ -23,7 +23,6 @@ from fleet.closing import has_live_keyword
 from fleet.cmd.announce import announce_cmd
 from fleet.context import FleetContext
 from fleet.exits import Exit
-from fleet.halt import write_halt_file
 from fleet.inventory import load
 from fleet.markers import Kind, render
 from fleet.model import Capacity, CapacitySource, CIState, Issue, Status
@@ -32,7 +31,7 @@ from fleet.roles.announcer import AnnounceReport, announce
 from fleet.roles.sweeper import tick
 from fleet.runner.capacity import capacity_path, write_capacity
 from fleet.select import HELD
-from fleet.switches import PAUSE, flag_path, remove_switch, write_switch
+from fleet.switches import PAUSE, flag_path, remove_switch, write_halt_file, write_switch
 from fleet.trace import read_trace
 from tests.integration.conftest import closed_port
 from tests.integration.test_dispatch import Fleet, all_comments, write_fleet_inventory

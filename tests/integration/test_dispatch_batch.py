@@ -1,5 +1,5 @@
-"""``dispatch_batch()`` and the sweeper's ``Batcher`` on the embedded default: real board, real local
-workers under the portable supervisor, the demo agent.
+"""``dispatch_batch()`` and the sweeper's tick that hands it the plan, on the embedded default: real
+board, real local workers under the portable supervisor, the demo agent.
 
 A batch shares the pre-flight's round trips (one fleet probe for checks 8 and 4, one sync per
 worker, one lock hold across one duplicate probe and every claim); every request still gets the
@@ -8,8 +8,6 @@ answer ``dispatch()`` would give it, with the same check and code (D15, D20).
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +16,7 @@ import pytest
 from fleet.dispatch import Request, dispatch, dispatch_batch
 from fleet.exits import Exit
 from fleet.markers import Kind
-from fleet.roles import batcher as batcher_module
-from fleet.roles.batcher import Batcher
+from fleet.roles.sweeper import tick
 from tests.integration.test_dispatch import Fleet, has_marker, make_fleet, wait_for
 
 pytestmark = pytest.mark.timeout(180)
@@ -122,77 +119,15 @@ def test_a_run_live_elsewhere_is_refused_by_check_6_under_the_lock(fleet: Fleet)
         fleet.stop("w1", held)
 
 
-def test_the_batcher_launches_concurrent_calls(fleet: Fleet) -> None:
+def test_a_tick_hands_its_whole_plan_to_the_one_path_as_one_batch(fleet: Fleet) -> None:
+    """The sweeper's plan reaches ``dispatch_batch`` in one call: one lock hold covers every claim
+    of the tick, and each launch says the batch it came in."""
     numbers = [fleet.board.create_issue(f"Add greeting {i}", "body") for i in range(6)]
-    b = Batcher(fleet.ctx)
-    out: dict[int, object] = {}
-    threads = [
-        threading.Thread(target=lambda n=n: out.__setitem__(n, b.dispatch(n))) for n in numbers
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT_S)
-    assert sorted(out) == numbers
-    assert all(r.launched for r in out.values()), out  # type: ignore[attr-defined]
-    assert sum(b.batches) == len(numbers)
+    report = tick(fleet.ctx, apply=True)
+    assert report.outcome == "dispatched", report
+    assert sorted(r.issue for r in report.results) == numbers
+    assert all(r.launched for r in report.results), [r.line() for r in report.results]
+    assert {r.timings["batch"] for r in report.results} == {6.0}
+    assert len({r.timings["lock_held_s"] for r in report.results}) == 1
     for n in numbers:
         wait_for(fleet.board, n, _done)
-
-
-class _Gate:
-    """A stand-in for dispatch_batch that holds its first batch until told, recording batches."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.calls: list[list[int]] = []
-
-    def __call__(self, ctx, requests, *, page=None, ignore_ci=False):  # type: ignore[no-untyped-def]
-        self.calls.append([r.issue for r in requests])
-        if len(self.calls) == 1:
-            assert self.release.wait(WAIT_S)
-        if any(r.issue == 13 for r in requests):
-            raise RuntimeError("boom")
-        return [f"result {r.issue}" for r in requests]
-
-
-def _wait_pending(b: Batcher, count: int) -> None:
-    end = time.monotonic() + WAIT_S
-    while len(b._pending) < count:  # the test watches the queue it fills
-        assert time.monotonic() < end, "callers did not queue"
-        time.sleep(0.01)
-
-
-def test_calls_that_arrive_during_a_batch_form_the_next_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    gate = _Gate()
-    monkeypatch.setattr(batcher_module, "dispatch_batch", gate)
-    b = Batcher(None)  # type: ignore[arg-type]
-    out: dict[int, object] = {}
-
-    def call(n: int) -> None:
-        try:
-            out[n] = b.dispatch(n)
-        except RuntimeError as exc:
-            out[n] = exc
-
-    first = threading.Thread(target=call, args=(1,))
-    first.start()
-    end = time.monotonic() + WAIT_S
-    while not gate.calls:
-        assert time.monotonic() < end
-        time.sleep(0.01)
-    rest = [threading.Thread(target=call, args=(n,)) for n in (2, 3, 13)]
-    for t in rest:
-        t.start()
-    _wait_pending(b, 3)
-    gate.release.set()
-    for t in [first, *rest]:
-        t.join(WAIT_S)
-    assert gate.calls[0] == [1]
-    assert sorted(gate.calls[1]) == [2, 3, 13] and len(gate.calls) == 2
-    assert b.batches == [1, 3]
-    assert out[1] == "result 1"
-    # A batch that raises raises in every caller it carried: the engine lands each as failed.
-    assert all(isinstance(out[n], RuntimeError) for n in (2, 3, 13))

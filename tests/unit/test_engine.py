@@ -20,6 +20,7 @@ from fleet.engine import (
     Result,
     Tier,
     drain,
+    each,
 )
 from fleet.trace import Trace, read_trace
 
@@ -34,6 +35,7 @@ class Scripted:
         self.script = {k: list(v) for k, v in script.items()}
         self.calls: dict[str, list[float]] = {k: [] for k in script}
         self.landed: list[tuple[str, bool]] = []
+        self.rounds: list[list[str]] = []  # the items of each dispatch call
         self._lock = threading.Lock()
 
     def name(self) -> str:
@@ -45,7 +47,11 @@ class Scripted:
     def tier_policy(self, item: str) -> Tier:
         return Tier.DISPATCH
 
-    def dispatch(self, item: str) -> Result:
+    def dispatch(self, items: Sequence[str]) -> list[Result]:
+        self.rounds.append(list(items))
+        return each(items, self._one)
+
+    def _one(self, item: str) -> Result:
         with self._lock:
             self.calls[item].append(time.monotonic())
             answers = self.script[item]
@@ -61,11 +67,11 @@ class Scripted:
         return False
 
 
-def run(tmp_path: Path, script: dict[str, list[Result]], escalate=None):  # type: ignore[no-untyped-def]
+def run(tmp_path: Path, script: dict[str, list[Result]], escalate=None, pool=4):  # type: ignore[no-untyped-def]
     loop = Scripted(script)
     trace = Trace(tmp_path / "trace.jsonl")
     report = drain(
-        loop, FileClaims(tmp_path / "claims"), trace, pool=4, backoffs=LADDER, escalate=escalate
+        loop, FileClaims(tmp_path / "claims"), trace, pool=pool, backoffs=LADDER, escalate=escalate
     )
     return loop, report, read_trace(tmp_path / "trace.jsonl")
 
@@ -145,3 +151,40 @@ def test_the_ladder_fits_inside_the_sweeper_units_start_timeout() -> None:
 def test_only_the_retry_class_is_retried(tmp_path: Path, failure: Failure) -> None:
     loop, _, _ = run(tmp_path, {"5": [Result(False, "x", failure), OK]})
     assert len(loop.calls["5"]) == 1
+
+
+def test_a_round_hands_every_claimed_item_to_one_dispatch_call_up_to_the_pool(
+    tmp_path: Path,
+) -> None:
+    """The sweeper's plan reaches the dispatch path as batches: one call per ``pool`` items, each
+    item claimed before its call and landed after it, retries in a later call of their own."""
+    script = {str(n): [OK] for n in range(5)} | {"9": [RETRY, OK]}
+    FileClaims(tmp_path / "claims").claim("scripted", "3")  # another dispatcher holds #3
+    loop, report, events = run(tmp_path, script, pool=2)
+    assert loop.rounds == [["0", "1"], ["2", "4"], ["9"], ["9"]]
+    assert report.skipped_claimed == 1 and report.ok == 5 and report.retried == 1
+    kinds = [(e["event"], e["item"]) for e in events if e.get("item") in ("0", "1")]
+    claims = [i for i, k in enumerate(kinds) if k[0] == "CLAIM"]
+    lands = [i for i, k in enumerate(kinds) if k[0] == "LAND"]
+    assert max(claims) < min(lands)  # both claimed before the one call that carries them
+
+
+class Raises(Scripted):
+    def dispatch(self, items: Sequence[str]) -> list[Result]:
+        raise RuntimeError("the batch broke")
+
+
+class Short(Scripted):
+    def dispatch(self, items: Sequence[str]) -> list[Result]:
+        return [OK]
+
+
+@pytest.mark.parametrize(("cls", "says"), [(Raises, "the batch broke"), (Short, "1 results")])
+def test_a_dispatch_call_that_fails_lands_each_of_its_items_as_failed(
+    tmp_path: Path, cls: type[Scripted], says: str
+) -> None:
+    loop = cls({"1": [OK], "2": [OK]})
+    report = drain(loop, FileClaims(tmp_path / "claims"), Trace(tmp_path / "t.jsonl"), pool=4)
+    assert loop.landed == [("1", False), ("2", False)]
+    assert len(report.unclassified) == 2 and all(says in e.detail for e in report.unclassified)
+    assert not list((tmp_path / "claims" / "scripted").glob("*.claim"))

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.cmd.control import describe
-from fleet.halt import read_halt_file
 from fleet.select import halt_line
 from fleet.switches import (
     DRAIN,
     PAUSE,
     operator,
+    read_halt_file,
     read_switch,
     remove_switch,
     write_switch,

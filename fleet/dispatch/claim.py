@@ -1,0 +1,177 @@
+"""Checks 6 and 10 under the fleet-wide lock (D4): the duplicate probe, the re-read of each issue's
+last word, and the unit-name claims, in ONE hold for every request of a batch.
+
+The seed's lesson is that a duplicate check outside the lock has a window it cannot close
+(26–27 s measured): a losing dispatcher's probe must see the winner's unit, so the lock is held
+across the probe AND the launch. Inside the hold only what D4 needs runs — unit lists (checks 8 and
+4 ran before the lock), one board read, the claims — so the hold stays short.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleet.context import FleetContext
+from fleet.exits import Exit
+from fleet.inventory import Inventory, WorkerConfig
+from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
+from fleet.model import Issue, Unit, WorkerView
+from fleet.observe import probe_fleet
+from fleet.runner.prestart import BASELINE_ENV, STATE_DIR_ENV
+from fleet.transport import TransportError
+
+from .checks import canary_still_open, claimed, live_on, no_live_run, relatched
+from .result import Refusal
+
+# Claims in flight at once on one worker's connection, under the lock. Each is one round trip that
+# mostly waits on the worker (systemd-run -p Type=exec returns after the exec), so the hold shrinks
+# with this; sshd refuses an eleventh session on one connection (MaxSessions 10), and the probes of
+# a concurrent command may share the connection too, so 4 leaves room.
+CLAIMS_PER_WORKER = 4
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A request that passed every check before the lock: its issue as the fresh read saw it, the
+    worker it goes to and that worker's probe."""
+
+    at: int  # its index in the batch
+    issue: Issue
+    run_id: str
+    w: WorkerConfig
+    view: WorkerView
+
+
+@dataclass(frozen=True)
+class Held:
+    """What one hold of the lock answered: per request (by batch index) the launched unit or the
+    refusal, when each went live, and the hold's own figures."""
+
+    answers: dict[int, Unit | Refusal | None]
+    live_at: dict[int, float]
+    t_probe: float
+    held_s: float
+    waited_s: float
+
+
+def fleet_lock(ctx: FleetContext) -> FleetLock | RemoteFleetLock:
+    """The fleet-wide lock (D4): a file lock on this box, or — when the inventory names a lock
+    host, for dispatchers on different machines — an flock held on that host over SSH for the
+    same span. Both fail open with a warning on their own outage (D5)."""
+    cfg = ctx.inventory.lock
+    if cfg.host is None:
+        return FleetLock(Path(cfg.path), wait_s=cfg.wait_s, stderr=ctx.stderr)
+    host = ctx.worker(cfg.host)
+    assert host is not None  # the inventory validates that lock.host names a worker
+    opener = ctx.transport(host)
+    return RemoteFleetLock(opener, str(cfg.path), wait_s=cfg.wait_s, stderr=ctx.stderr)  # type: ignore[arg-type]
+
+
+def inventory_arg(inv: Inventory) -> str:
+    """The inventory as a unit must name it: absolute, because a unit does not start in the
+    dispatcher's working directory — a relative path launched runners that could not read it."""
+    return os.path.abspath(inv.path)
+
+
+def runner_argv(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> list[str]:
+    return [
+        w.python, "-m", "fleet.runner", "--issue", str(issue), "--worker", w.name,
+        "--run-id", run_id, "--inventory", inventory_arg(ctx.inventory),
+    ]  # fmt: skip
+
+
+def unit_env(ctx: FleetContext, r: Ready, baseline: str) -> dict[str, str]:
+    """The unit's whole environment: PATH repaired from the probe (check 0, D3), the inventory,
+    the run id, the CI baseline, and where a death before the start marker is recorded."""
+    return {
+        "PATH": r.view.path or "/usr/local/bin:/usr/bin:/bin",
+        "FLEET_INVENTORY": inventory_arg(ctx.inventory),
+        "FLEET_RUN_ID": r.run_id,
+        BASELINE_ENV: baseline,
+        STATE_DIR_ENV: r.w.state_dir,
+    }
+
+
+def hold(ctx: FleetContext, ready: Sequence[Ready], baseline: str) -> Held | Refusal:
+    """One hold of the fleet lock across one duplicate probe and every claim of ``ready``; the
+    lock's timeout is the whole batch's refusal."""
+    answers: dict[int, Unit | Refusal | None] = {}
+    live_at: dict[int, float] = {}
+    try:
+        with fleet_lock(ctx) as lock:
+            t_probe = time.monotonic()
+            views = probe_fleet(ctx, units_only=True)  # 8 and 4 ran before the lock
+            lanes = _lanes(_still_free(ctx, ready, views, answers))
+            if lanes:
+                with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+                    started = pool.map(lambda lane: [_start(ctx, r, baseline) for r in lane], lanes)
+                    for r, answer, when in (one for lane in started for one in lane):
+                        answers[r.at] = answer
+                        if when is not None:
+                            live_at[r.at] = when
+    except LockTimeout as exc:
+        return Refusal(10, Exit.LOCK_TIMEOUT, str(exc))
+    return Held(answers, live_at, t_probe, lock.report.held_s or 0.0, lock.report.waited_s)
+
+
+def _still_free(
+    ctx: FleetContext,
+    ready: Sequence[Ready],
+    views: tuple[WorkerView, ...],
+    answers: dict[int, Unit | Refusal | None],
+) -> list[Ready]:
+    """Check 6 on the probe under the lock (and a canary's check 4 again), then each issue's last
+    word re-read: a cancel that landed since the fresh read wins (40). An issue already live on its
+    own worker is left to the name claim, which names the unit it found (41)."""
+    going: list[Ready] = []
+    for r in ready:
+        refusal = no_live_run(ctx, views, r.issue.number, r.w) or canary_still_open(
+            r.w, r.view, views
+        )
+        if refusal is not None:
+            answers[r.at] = refusal
+        else:
+            going.append(r)
+    late = relatched(
+        ctx, {r.issue.number: r.issue for r in going if not live_on(views, r.w, r.issue.number)}
+    )
+    for r in going:
+        if r.issue.number in late:
+            answers[r.at] = Refusal(6, Exit.LATCHED_UNDER_LOCK, late[r.issue.number], r.w.name)
+    return [r for r in going if r.at not in answers]
+
+
+def _lanes(going: Sequence[Ready]) -> list[list[Ready]]:
+    """The claims as lanes: at most ``CLAIMS_PER_WORKER`` in flight on each worker's connection."""
+    by_worker: dict[str, list[Ready]] = {}
+    for r in going:
+        by_worker.setdefault(r.w.name, []).append(r)
+    return [
+        rs[i::CLAIMS_PER_WORKER]
+        for rs in by_worker.values()
+        for i in range(min(len(rs), CLAIMS_PER_WORKER))
+    ]
+
+
+def _start(
+    ctx: FleetContext, r: Ready, baseline: str
+) -> tuple[Ready, Unit | Refusal | None, float | None]:
+    """Check 10: claim the name ``task-N`` by starting the unit; when it answered LAUNCHED."""
+    n = r.issue.number
+    try:
+        claim = ctx.supervisor(r.w).start(
+            n, runner_argv(ctx, r.w, n, r.run_id), env=unit_env(ctx, r, baseline),
+            max_run_s=r.w.max_run_s,
+        )  # fmt: skip
+    except TransportError as exc:
+        ctx.forget(r.w.name)
+        # The start may have reached the worker before the connection broke: the unit may be live.
+        # Not "the supervisor refused" (43): say we cannot tell, and let the next probe see (D20).
+        why = f"worker {r.w.name}: the claim got no answer ({exc}); task-{n} may be live there"
+        return r, Refusal(10, Exit.CLAIM_UNCONFIRMED, why, r.w.name), None
+    return r, claimed(claim, r.w), time.monotonic()
