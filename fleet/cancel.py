@@ -32,7 +32,7 @@ from fleet.exits import Exit
 from fleet.idle import place
 from fleet.lock import LockTimeout
 from fleet.markers import Kind, history, render
-from fleet.model import Issue
+from fleet.model import Issue, unit_name
 from fleet.observe import probe_fleet
 from fleet.trace import Trace
 from fleet.transport import TransportError
@@ -65,16 +65,16 @@ class CancelReport:
         """What the operator reads, one fact a line."""
         n = self.issue
         out = [
-            f"#{n}: stopped task-{n} on {place(s.worker, s.master)}: {s.detail}"
+            f"#{n}: stopped {unit_name(n)} on {place(s.worker, s.master)}: {s.detail}"
             if s.stopped
-            else f"#{n}: task-{n} on {place(s.worker, s.master)} did NOT stop: {s.detail}"
+            else f"#{n}: {unit_name(n)} on {place(s.worker, s.master)} did NOT stop: {s.detail}"
             for s in self.stops
         ]
         if not self.stops and self.code not in (Exit.LOCK_TIMEOUT, Exit.ISSUE_MISSING):
             where = "on any reachable worker" if self.unchecked else "anywhere"
             out.append(f"#{n}: no live unit {where}")
         out += [
-            f"#{n}: could not check worker {u}; task-{n} may still be live there"
+            f"#{n}: could not check worker {u}; {unit_name(n)} may still be live there"
             for u in (self.unchecked)
         ]
         if self.posted:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from fleet.trace import Trace
 
@@ -197,7 +197,7 @@ def drain(
     return report
 
 
-class _Round:
+class _Round(Generic[Item]):
     """One pass over the queue, retries included."""
 
     def __init__(

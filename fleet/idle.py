@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from fleet.markers import TERMINAL, Kind, history
-from fleet.model import Snapshot
+from fleet.model import Snapshot, unit_name
 
 _RUN_WORDS = TERMINAL | {Kind.START}  # the markers that begin or end a run (D12)
 
@@ -40,7 +40,7 @@ class LiveUnit:
     state: str
 
     def text(self) -> str:
-        return f"task-{self.issue} on {place(self.worker, self.master)} ({self.state})"
+        return f"{unit_name(self.issue)} on {place(self.worker, self.master)} ({self.state})"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,16 @@ from fleet.authority import halt_issues
 from fleet.canary import CANARY, canary_text
 from fleet.idle import idle, place
 from fleet.markers import Kind, history, parked_until
-from fleet.model import CapacitySource, Plan, Reach, Snapshot, Waiting, WorkerView, parse_iso
+from fleet.model import (
+    CapacitySource,
+    Plan,
+    Reach,
+    Snapshot,
+    Waiting,
+    WorkerView,
+    parse_iso,
+    unit_name,
+)
 from fleet.safe_text import printable
 from fleet.select import (
     CAPACITY_LOOP,
@@ -366,7 +375,7 @@ def render(
     for w in workers(snap):
         units = (
             ", ".join(
-                f"task-{u['issue']}"
+                unit_name(u["issue"])
                 + (f"@{u['master']}" if u["master"] else "")
                 + f" {u['state']}"
                 + (f" since {u['since']} ({u['age']} ago)" if u["since"] else "")

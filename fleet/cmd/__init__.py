@@ -1,1 +1,2 @@
-"""Command implementations behind the thin invoke tasks in ``tasks.py`` (I/O shell, no decisions)."""
+"""The command line: the invoke tasks (``tasks_*``, gathered by ``collection``) and the glue
+behind them (I/O shell, no decisions)."""

@@ -1,4 +1,5 @@
-"""invoke tasks for the control commands; tasks.py adds every task in ``TASKS`` to the top level.
+"""invoke tasks for the control commands;
+``fleet.cmd.collection`` adds every task in ``TASKS`` to the top level.
 
 The operator's switches (halt/resume, pause/unpause, drain/undrain) and cancel. Thin wrappers: the
 work is in fleet.cmd.control, fleet.switches, fleet.cancel and fleet.control.
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 from invoke import Task, task
 
-INV = {"inventory": "inventory.yaml path (default: $FLEET_INVENTORY or ./inventory.yaml)"}
+from fleet.cmd.shared_help import INV
+
 WHO = {"author": "who is setting it (default: $USER)"}
 
 

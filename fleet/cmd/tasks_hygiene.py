@@ -1,4 +1,5 @@
-"""invoke tasks for the hygiene commands; tasks.py adds every task in ``TASKS`` to the top level.
+"""invoke tasks for the hygiene commands;
+``fleet.cmd.collection`` adds every task in ``TASKS`` to the top level.
 
 The roles that keep an unattended fleet honest (D4, D14): each a thin wrapper, dry run by default;
 the work is in fleet.cmd.hygiene, fleet.roles.* and the pure fleet.reap / fleet.repair.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from invoke import Task, task
 
-INV = {"inventory": "inventory.yaml path (default: $FLEET_INVENTORY or ./inventory.yaml)"}
+from fleet.cmd.shared_help import INV
 
 REAP_HELP = """Reset orphaned work (D14): starts that no run will ever close out.
 

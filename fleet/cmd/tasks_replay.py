@@ -1,4 +1,5 @@
-"""invoke tasks for the replay commands; tasks.py adds every task in ``TASKS`` to the top level."""
+"""invoke tasks for the replay commands;
+``fleet.cmd.collection`` adds every task in ``TASKS`` to the top level."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from fleet.exits import Exit
 from fleet.inventory import WorkerConfig
 from fleet.last_word import latched_since
 from fleet.markers import Kind, history, render
-from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView
+from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView, unit_name
 from fleet.origin import target_origins
 from fleet.runner.capacity import describe
 from fleet.select import (
@@ -242,7 +242,7 @@ def no_live_run(
             continue
         found = live(v.units, issue)
         if found and v.name != w.name:
-            why = f"task-{issue} is live on {v.name} (master {found[0].master})"
+            why = f"{unit_name(issue)} is live on {v.name} (master {found[0].master})"
             return Refusal(6, Exit.HELD_OTHER_WORKER, why, v.name)
     return None
 

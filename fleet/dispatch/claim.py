@@ -20,7 +20,7 @@ from fleet.context import FleetContext
 from fleet.exits import Exit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
-from fleet.model import Issue, Unit, WorkerView
+from fleet.model import Issue, Unit, WorkerView, unit_name
 from fleet.observe import probe_fleet
 from fleet.runner.prestart import BASELINE_ENV, STATE_DIR_ENV
 from fleet.transport import TransportError
@@ -172,6 +172,8 @@ def _start(
         ctx.forget(r.w.name)
         # The start may have reached the worker before the connection broke: the unit may be live.
         # Not "the supervisor refused" (43): say we cannot tell, and let the next probe see (D20).
-        why = f"worker {r.w.name}: the claim got no answer ({exc}); task-{n} may be live there"
+        why = (
+            f"worker {r.w.name}: the claim got no answer ({exc}); {unit_name(n)} may be live there"
+        )
         return r, Refusal(10, Exit.CLAIM_UNCONFIRMED, why, r.w.name), None
     return r, claimed(claim, r.w), time.monotonic()

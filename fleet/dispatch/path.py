@@ -127,7 +127,8 @@ def dispatch_batch(
     fresh read re-asks the scheduler's marker predicates (``checks.fresh_issue``). ``dry_run``:
     every check up to the claim, and nothing synced, claimed or posted."""
     seen: set[int] = set()
-    firsts, later = [], []
+    firsts: list[int] = []
+    later: list[int] = []
     for i, req in enumerate(requests):
         (later if req.issue in seen else firsts).append(i)
         seen.add(req.issue)

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fleet.exits import Exit
-from fleet.model import Unit
-from fleet.units import unit_name
+from fleet.model import Unit, unit_name
 
 
 def new_run_id(now: float | None = None) -> str:

@@ -35,7 +35,7 @@ from fleet.board.local import LocalBoard
 from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
-from fleet.model import Comment, Issue, PullRequest, iso
+from fleet.model import Comment, Issue, PullRequest, iso, unit_name
 from fleet.private import private_dir
 from fleet.runner import turns
 from fleet.runner.agent_env import agent_env
@@ -143,7 +143,7 @@ class Runner:
             "run": self.run_id,
             "worker": self.worker.name,
             "master": self.worker.master or os.environ.get("USER", "-"),
-            "unit": f"task-{self.issue}",
+            "unit": unit_name(self.issue),
             "brief": brief_version(),
             "agent": self.worker.agent_kind.value,  # which adapter reads this run (docs/agents.md)
             # check 7, advisory: the CI baseline the dispatch saw (green/red/unknown); a failure

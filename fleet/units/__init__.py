@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+from fleet.model import issue_of, unit_name
 from fleet.units.base import (
     Claim,
     ClaimCode,
@@ -17,8 +18,6 @@ from fleet.units.base import (
     Supervisor,
     SupervisorError,
     UnitsParseError,
-    issue_of,
-    unit_name,
 )
 from fleet.units.portable import PortableSupervisor
 from fleet.units.systemd import (

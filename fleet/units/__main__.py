@@ -38,8 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fleet.model import issue_of, unit_name
 from fleet.units import procs
-from fleet.units.base import issue_of, unit_name
 from fleet.units.portable import START_EXITS
 
 # How long `start` waits for the supervisor's handshake: interpreter start (~50 ms idle, 1–2 s

@@ -1,6 +1,7 @@
 """The Supervisor Protocol: one named, supervised unit per issue on a worker (D3, D4).
 
-A unit is named ``task-<issue>`` and nothing else (D4): the supervisor's own name registry is the
+A unit is named ``task-<issue>`` and nothing else (D4; ``fleet.model.unit_name``, the one place the
+name is built): the supervisor's own name registry is the
 lock that refuses a second run of the same issue on the same worker, in the kernel, with no window.
 Two backends implement the Protocol: systemd ``--user`` (``systemd.py``) and, where a worker has no
 systemd user manager, the portable supervisor (``portable.py`` + ``python -m fleet.units``).
@@ -20,8 +21,6 @@ from typing import Protocol, runtime_checkable
 
 from fleet.model import Unit
 
-UNIT_PREFIX = "task-"
-_UNIT_RE = re.compile(r"^task-([1-9][0-9]*)(?:\.service)?$")
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # ActiveState words that mean "the unit still holds its name and its main process has not ended".
@@ -101,28 +100,6 @@ class Supervisor(Protocol):
         """SIGTERM the unit's whole process tree, SIGKILL after ``timeout_s``; returns once the
         name is free (or says it is not)."""
         ...
-
-
-def unit_name(issue: int) -> str:
-    """``task-<issue>``: zero entropy, because the name *is* the lock (D4)."""
-    return f"{UNIT_PREFIX}{check_issue(issue)}"
-
-
-def issue_of(name: str) -> int | None:
-    """The issue number in a unit name (``task-42`` or ``task-42.service``); None if it is not one.
-
-    Every unit name this parser meets must round-trip: entropy in the name once made the
-    anti-duplicate predicate silently extract nothing from eleven live units (D4, D20).
-    """
-    match = _UNIT_RE.match(name.strip())
-    return int(match.group(1)) if match else None
-
-
-def check_issue(issue: int) -> int:
-    """Refuse anything but a positive int issue number (bad input gets a clear error)."""
-    if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
-        raise ValueError(f"issue must be a positive int, got {issue!r}")
-    return issue
 
 
 def check_start_args(argv: Sequence[str], env: Mapping[str, str], max_run_s: int) -> None:

@@ -14,13 +14,12 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fleet.model import Unit, parse_iso
+from fleet.model import Unit, check_issue, parse_iso
 from fleet.units.base import (
     Claim,
     ClaimCode,
     StopResult,
     SupervisorError,
-    check_issue,
     check_start_args,
 )
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from fleet.model import Unit
+from fleet.model import Unit, check_issue, issue_of, unit_name
 from fleet.units.base import (
     FINISHED_STATES,
     LIVE_STATES,
@@ -31,10 +31,7 @@ from fleet.units.base import (
     StopResult,
     SupervisorError,
     UnitsParseError,
-    check_issue,
     check_start_args,
-    issue_of,
-    unit_name,
 )
 
 if TYPE_CHECKING:  # the worker side imports this package: keep fabric out of its start-up

@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 from invoke import Program
 
-import tasks
 from fleet.cli import program as fleet_program
+from fleet.cmd.collection import ns
 from fleet.cmd.taskguard import asks_help, takes_json
 from fleet.exits import Exit
 from tests.integration.test_dispatch import Fleet, make_fleet
 
 pytestmark = pytest.mark.timeout(300)
 
-ROOT = Path(tasks.__file__).resolve().parent  # the repository root that holds tasks.py
-ALL_TASKS = sorted(tasks.ns.task_names)
-JSON_TASKS = sorted(n for n in ALL_TASKS if takes_json(tasks.ns[n]))
+ROOT = Path(__file__).resolve().parents[2]  # the repository root that holds tasks.py
+ALL_TASKS = sorted(ns.task_names)
+JSON_TASKS = sorted(n for n in ALL_TASKS if takes_json(ns[n]))
 CLI_TIMEOUT_S = 60.0
 
 
@@ -155,7 +155,7 @@ NEEDS = {"dispatch": ["--issue", "99"], "cancel": ["--issue", "99"], "board.show
 def _argv(name: str, trace: Path) -> list[str]:
     if name == "replay":
         return [name, str(trace)]
-    positional = [a for a in tasks.ns[name].get_arguments() if a.positional]
+    positional = [a for a in ns[name].get_arguments() if a.positional]
     assert not positional or name in NEEDS, f"{name} takes --json: give its arguments in NEEDS"
     return [name, *NEEDS.get(name, [])]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import tasks
+from fleet.cmd.collection import ns
 from fleet.model import Policy
 
 UNITS = Path(__file__).resolve().parents[2] / "deploy" / "systemd"
@@ -37,8 +37,8 @@ def _seconds(span: str) -> int:
 def test_each_role_runs_a_task_that_exists_with_apply(unit: str, task: str) -> None:
     argv = shlex.split(_unit(f"{unit}.service")["Service"]["ExecStart"])
     assert argv[0].endswith("/fleet") and argv[1] == task and "--apply" in argv[2:]
-    assert task in tasks.ns.task_names, f"{unit} runs `fleet {task}`, which does not exist"
-    body = tasks.ns[task].body
+    assert task in ns.task_names, f"{unit} runs `fleet {task}`, which does not exist"
+    body = ns[task].body
     assert "apply" in body.__code__.co_varnames[: body.__code__.co_argcount]
     service = _unit(f"{unit}.service")
     assert service["Unit"]["OnFailure"] == "fleet-alarm@%n.service"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from invoke import MockContext, Result
 
-import tasks
+from fleet.cmd import tasks_queue
 from fleet.cmd.testdeps import SSH_TESTS_ENV, SSH_TOOLS, SSHD, Tool, ensure_tools
 from fleet.timeline import browser
 
@@ -74,7 +74,7 @@ def test_invoke_test_hands_the_suite_its_ssh_promise(monkeypatch: pytest.MonkeyP
     FLEET_SSH_TESTS=1 when sshd is there, so the SSH tests can no longer skip silently."""
     monkeypatch.setattr(browser, "ensure", lambda _progress: None)  # the timeline's own step
     c = MockContext(run=Result(), repeat=True)
-    tasks.test(c, docker=False)
+    tasks_queue.test(c, docker=False)
     pytest_runs = [call for call in c.run.call_args_list if "-m pytest" in call.args[0]]
     assert len(pytest_runs) == 1
     env = pytest_runs[0].kwargs["env"]
