@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from typing import Any
 from fleet.model import issue_of, unit_name
 from fleet.units import procs
 from fleet.units.portable import START_EXITS
+from fleet.units.record import UnitRecord
 
 # How long `start` waits for the supervisor's handshake: interpreter start (~50 ms idle, 1–2 s
 # measured on a box at load 9), the lock and
@@ -103,20 +105,13 @@ def _read_json(path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def describe_holder(paths: Paths, issue: int, holder: int) -> dict[str, Any]:
+def describe_holder(paths: Paths, issue: int, holder: int) -> UnitRecord:
     """The unit record for a held name. The state file counts only if its writer holds the lock."""
-    state = _read_json(paths.state)
-    if state is not None and state.get("supervisor_pid") == holder:
+    state = UnitRecord.from_json(_read_json(paths.state))
+    if state is not None and state.supervisor_pid == holder:
         return state
-    return {
-        "issue": issue,
-        "unit": unit_name(issue),
-        "state": "activating",  # held, not yet described: the holder is starting or just ending
-        "supervisor_pid": holder,
-        "pid": None,
-        "start_us": procs.start_us_of(holder) if holder > 0 else 0,
-        "started_at": None,
-    }
+    start_us = procs.start_us_of(holder) if holder > 0 else 0
+    return UnitRecord(issue, supervisor_pid=holder, start_us=start_us)
 
 
 def _emit(payload: Mapping[str, Any]) -> None:
@@ -222,10 +217,11 @@ class _Handshake:
     def __init__(self, fd: int) -> None:
         self.fd: int | None = fd
 
-    def send(self, code: str, unit: Mapping[str, Any] | None, detail: str) -> None:
+    def send(self, code: str, unit: UnitRecord | None, detail: str) -> None:
         if self.fd is None:
             return
-        line = json.dumps({"code": code, "unit": unit, "detail": detail}, sort_keys=True) + "\n"
+        record = unit.to_json() if unit is not None else None
+        line = json.dumps({"code": code, "unit": record, "detail": detail}, sort_keys=True) + "\n"
         with contextlib.suppress(OSError):
             os.write(self.fd, line.encode())
         with contextlib.suppress(OSError):
@@ -258,7 +254,7 @@ def _supervise(directory: str, spec: dict[str, Any], handshake: _Handshake) -> i
         holder = procs.lock_holder(paths.lock)
         if holder is not None:
             record = describe_holder(paths, issue, holder)
-            code = "held-finished" if record.get("state") == "deactivating" else "held-live"
+            code = "held-finished" if record.state == "deactivating" else "held-live"
             handshake.send(code, record, f"{unit_name(issue)} is held by pid {holder}")
             return 0
     else:
@@ -277,27 +273,60 @@ def _unit_env(
 
 
 def _run_unit(paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handshake) -> int:
-    """We hold the name: launch, watch, end, collect."""
+    """We hold the name: launch, watch, collect. Exiting releases the lock: the unit is collected."""
+    log_fd = _take_over(paths)
+    wake = _Wake()
+    launched = _launch(paths, issue, spec, handshake, log_fd)
+    if launched is None:
+        return 1
+    main, record = launched
+    result, reaped = _watch(main, record, wake)
+    _collect(paths, issue, spec, main, record, result, reaped)
+    return 0
+
+
+def _take_over(paths: Paths) -> int:
+    """Clear a crashed predecessor's leftovers (we hold the lock, so it is safe), become the
+    subreaper of everything the unit starts, and put our stdio on the name's log."""
     for stale in (paths.state, paths.stop):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(stale)  # a crashed predecessor's leftovers: we hold the lock, so it is safe
+            os.unlink(stale)
     procs.become_subreaper()
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(wake_w)
-    stop_requested: list[bool] = []
-    signal.signal(signal.SIGTERM, lambda *_: stop_requested.append(True))
-    signal.signal(signal.SIGINT, lambda *_: stop_requested.append(True))
-    signal.signal(signal.SIGHUP, lambda *_: None)  # a handler, not SIG_IGN: exec resets it
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the select below
-    record: dict[str, Any] = {
-        "issue": issue, "unit": unit_name(issue), "state": "activating",
-        "supervisor_pid": os.getpid(), "pid": None, "start_us": 0, "started_at": None,
-        "max_run_s": spec["max_run_s"],
-    }  # fmt: skip
-    _write_json(paths.state, record)
+    return log_fd
+
+
+class _Wake:
+    """The signals the watch loop answers: SIGTERM/SIGINT ask for a stop, SIGCHLD only wakes it
+    (through the wakeup fd, so no signal is lost between a check and the sleep)."""
+
+    def __init__(self) -> None:
+        self.fd, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        self.stop_requested = False
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        signal.signal(signal.SIGHUP, lambda *_: None)  # a handler, not SIG_IGN: exec resets it
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def _stop(self, *_: object) -> None:
+        self.stop_requested = True
+
+    def sleep(self, seconds: float) -> None:
+        select.select([self.fd], [], [], seconds)
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.fd, 4096)
+
+
+def _launch(
+    paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handshake, log_fd: int
+) -> tuple[subprocess.Popen[bytes], UnitRecord] | None:
+    """Start the main process and answer the handshake; None when the exec failed (Type=exec: a
+    failed exec is a failed start, reported as such, and the name is freed)."""
+    record = UnitRecord(issue, supervisor_pid=os.getpid(), max_run_s=spec["max_run_s"])
+    _write_json(paths.state, record.to_json())
     start_us = time.monotonic_ns() // 1000
     started_at = _now_iso()
     try:
@@ -306,35 +335,49 @@ def _run_unit(paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handsh
             stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, process_group=0,
             preexec_fn=functools.partial(procs.die_with_parent, signal.SIGTERM, os.getpid()),
         )  # fmt: skip
-    except OSError as exc:  # Type=exec: a failed exec is a failed start, reported as such
+    except OSError as exc:
         os.unlink(paths.state)
         handshake.send("failed", None, f"exec {spec['argv'][0]!r} failed: {exc}")
-        return 1
-    record.update(state="active", pid=main.pid, start_us=start_us, started_at=started_at)
-    _write_json(paths.state, record)
+        return None
+    record = replace(record, state="active", pid=main.pid, start_us=start_us, started_at=started_at)
+    _write_json(paths.state, record.to_json())
     handshake.send("launched", record, f"{unit_name(issue)} launched as pid {main.pid}")
     print(f"fleet-units: {unit_name(issue)} main pid {main.pid}", flush=True)
+    return main, record
 
+
+def _watch(
+    main: subprocess.Popen[bytes], record: UnitRecord, wake: _Wake
+) -> tuple[str, dict[int, int]]:
+    """Until the main process ends, a stop is asked for, or the maximum run time is reached: the
+    named result (``exited``, ``stopped``, ``timeout``) and every child reaped meanwhile."""
     reaped: dict[int, int] = {}
-    deadline = start_us / 1e6 + spec["max_run_s"]
-    result = "exited"
-    while main.pid not in reaped:
+    assert record.max_run_s is not None
+    deadline = record.start_us / 1e6 + record.max_run_s
+    while True:
         reaped.update(procs.reap_children())
         if main.pid in reaped:
-            break
-        if stop_requested:
-            result = "stopped"
-            break
+            return "exited", reaped
+        if wake.stop_requested:
+            return "stopped", reaped
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            result = "timeout"
-            break
-        select.select([wake_r], [], [], min(remaining, LOOP_WAKE_S))
-        with contextlib.suppress(BlockingIOError):
-            os.read(wake_r, 4096)
+            return "timeout", reaped
+        wake.sleep(min(remaining, LOOP_WAKE_S))
 
-    record.update(state="deactivating", result=result)
-    _write_json(paths.state, record)
+
+def _collect(
+    paths: Paths,
+    issue: int,
+    spec: dict[str, Any],
+    main: subprocess.Popen[bytes],
+    record: UnitRecord,
+    result: str,
+    reaped: dict[int, int],
+) -> None:
+    """Kill what is left of the tree, record why the run ended (``task-N.result.json``), run the
+    notifier on a failure, and remove the state file: the name is then free."""
+    _write_json(paths.state, replace(record, state="deactivating", result=result).to_json())
     grace = float(spec.get("kill_grace_s") or DEFAULT_KILL_GRACE_S)
     if result == "stopped":
         request = _read_json(paths.stop) or {}
@@ -350,8 +393,8 @@ def _run_unit(paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handsh
         "issue": issue, "unit": unit_name(issue), "result": result,
         "exit_code": code if code is not None and code >= 0 else None,
         "signal": -code if code is not None and code < 0 else None,
-        "start_us": start_us, "end_us": time.monotonic_ns() // 1000,
-        "started_at": started_at, "ended_at": _now_iso(), "max_run_s": spec["max_run_s"],
+        "start_us": record.start_us, "end_us": time.monotonic_ns() // 1000,
+        "started_at": record.started_at, "ended_at": _now_iso(), "max_run_s": record.max_run_s,
         "survivors": sorted(survivors), "notifier": None,
     }  # fmt: skip
     if failed and spec.get("on_failure"):
@@ -361,7 +404,6 @@ def _run_unit(paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handsh
     for path in (paths.state, paths.stop):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-    return 0  # exiting releases the lock: the unit is collected
 
 
 def _notify(spec: Mapping[str, Any], issue: int, outcome: Mapping[str, Any]) -> dict[str, Any]:
@@ -412,7 +454,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             _emit({"error": f"cannot test {paths.lock}: {exc}"})
             return 1
         if holder is not None:
-            units.append(describe_holder(paths, issue, holder))
+            units.append(describe_holder(paths, issue, holder).to_json())
     _emit({"units": units})
     return 0
 

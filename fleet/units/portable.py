@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fleet.model import Unit, check_issue, parse_iso
+from fleet.model import Unit, check_issue
 from fleet.units.base import (
     Claim,
     ClaimCode,
@@ -22,6 +22,7 @@ from fleet.units.base import (
     SupervisorError,
     check_start_args,
 )
+from fleet.units.record import UnitRecord
 
 if TYPE_CHECKING:  # the worker side imports this package: keep fabric out of its start-up
     from fleet.transport import RunResult, Transport
@@ -109,28 +110,10 @@ def last_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def unit_from_record(record: Any, *, worker: str, master: str) -> Unit | None:
-    """A worker record -> Unit; None when the record lacks an issue number or is not a record."""
-    if not isinstance(record, dict):
-        return None
-    issue, start_us, state = record.get("issue"), record.get("start_us"), record.get("state")
-    if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
-        return None
-    if isinstance(start_us, bool) or not isinstance(start_us, int) or start_us < 0:
-        start_us = 0
-    raw_at = record.get("started_at")
-    try:
-        started_at = parse_iso(raw_at) if isinstance(raw_at, str) and raw_at else None
-    except ValueError:
-        started_at = None
-    return Unit(
-        issue=issue,
-        worker=worker,
-        master=master,
-        state=state if isinstance(state, str) and state else "activating",
-        start_us=start_us,
-        started_at=started_at,
-    )
+def unit_from_record(record: object, *, worker: str, master: str) -> Unit | None:
+    """A worker's record -> Unit; None when it is not a record or names no issue."""
+    parsed = UnitRecord.from_json(record)
+    return None if parsed is None else parsed.unit(worker=worker, master=master)
 
 
 def _tail(text: str, limit: int = 500) -> str:
