@@ -373,7 +373,11 @@ def _worker(w: WorkerView, snap: Snapshot) -> Stall | Quiet | None:
             "dark",
             f"{what}, dark for {age_text(age)} (from {source}); announced past {age_text(bound)}",
         )
-    dated = f"since {iso(since)} ({age_text(age)}, from {source})" if since else "since unknown"
+    dated = (
+        f"since {iso(since)} ({age_text(age)}, from {source})"
+        if since is not None and age is not None
+        else "since unknown"
+    )
     return Stall(
         kind,
         f"capacity-dark on {w.name}: {what}, {dated} (evidence: {cap.evidence})",

@@ -24,6 +24,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Required, TypedDict
 
 from fleet.board import open_board
 from fleet.cmd.common import context
@@ -70,7 +71,20 @@ _WORKER = """\
     path_prefix: [~/.local/bin]
 """
 
-SAMPLES: list[dict[str, object]] = [
+
+class Sample(TypedDict, total=False):
+    """One issue the demo files."""
+
+    key: Required[str]
+    title: Required[str]
+    labels: list[str]
+    lane: str  # the box it must run on
+    fixture: bool  # carries the policy's fixture label
+    blocked_by: str  # the key of the sample that blocks it
+    parent: str  # the key of its parent sample
+
+
+SAMPLES: list[Sample] = [
     {"key": "plain", "title": "Add a greeting to the README"},
     {"key": "chain-a", "title": "Write the config loader"},
     {"key": "chain-b", "title": "Use the config loader", "blocked_by": "chain-a"},
@@ -122,12 +136,12 @@ def file_samples(ctx: FleetContext) -> dict[str, int]:
     board = ctx.board
     fixture = ctx.inventory.policy.fixture_label
     for s in SAMPLES:
-        labels = list(s.get("labels", []))  # type: ignore[call-overload]
+        labels = list(s.get("labels", []))
         if s.get("fixture"):
             labels.append(fixture)
         n = board.create_issue(
             str(s["title"]), f"{DEMO_BODY}{s['key']}).", labels=labels, lane=s.get("lane")
-        )  # type: ignore[arg-type]
+        )
         numbers[str(s["key"])] = n
     for s in SAMPLES:
         if "blocked_by" in s:
@@ -180,7 +194,8 @@ def fresh(root: Path) -> None:
 
 
 def _closed(ctx: FleetContext) -> int:
-    return sum(1 for i in ctx.board.list_issues() if not i.is_open)  # type: ignore[attr-defined]
+    # The demo's board is always the embedded one; the Board Protocol has no list_issues.
+    return len([i for i in ctx.board.list_issues() if not i.is_open])  # type: ignore[attr-defined]
 
 
 def drain_demo(ctx: FleetContext, filed: int) -> int:

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -470,6 +470,10 @@ def _worker(
         )
     master = node.get("master", None, "a unix user name", _is_text, required=ssh, nullable=not ssh)
 
+    @overload
+    def here(text: str) -> str: ...
+    @overload
+    def here(text: None) -> None: ...
     def here(text: str | None) -> str | None:
         """A path on the worker: resolved on this box for a local worker, as written for ssh."""
         if text is None or ssh:

@@ -18,6 +18,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -38,7 +39,7 @@ class Meter:
         self.out = out or sys.stdout
         self.tty = self.out.isatty() if tty is None else tty
         self._rich: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
         self._last: tuple[int | None, str] | None = None
         self._started = time.monotonic()
 
@@ -57,8 +58,7 @@ class Meter:
     def update(self, done: int | None = None, now: str = "") -> None:
         """Record progress; a plain line is written only when ``done`` or ``now`` changed."""
         if self._rich is not None and self._task is not None:
-            kwargs = {"completed": done} if done is not None else {}
-            self._rich.update(self._task, now=now, **kwargs)
+            self._rich.update(self._task, completed=done, now=now)  # None leaves it as it was
             return
         if (done, now) == self._last:
             return

@@ -118,8 +118,12 @@ def heartbeat_line(hb: dict[str, Any] | None, now: datetime, period_s: int) -> s
 def _running(w: Waiting, snap: Snapshot) -> str:
     parts = []
     for u in snap.live_units(w.issue):
-        since = f" since {_stamp(u.started_at)} ({_ago(snap.now, u.started_at)} ago)"
-        parts.append(f"{place(u.worker, u.master)}{since if u.started_at else ''}")
+        since = (
+            f" since {_stamp(u.started_at)} ({_ago(snap.now, u.started_at)} ago)"
+            if u.started_at
+            else ""
+        )
+        parts.append(f"{place(u.worker, u.master)}{since}")
     return f"running on {', '.join(parts)}" if parts else w.reason
 
 

@@ -43,8 +43,9 @@ def _events(objects: list[tuple[int, int, Any]]) -> list[dict[str, Any]]:
 
 def _error_text(event: dict[str, Any]) -> str:
     err = event.get("error")
-    if isinstance(err, dict) and isinstance(err.get("message"), str):
-        return err["message"]
+    err_message = err.get("message") if isinstance(err, dict) else None
+    if isinstance(err_message, str):
+        return err_message
     message = event.get("message")
     return message if isinstance(message, str) else ""
 

@@ -31,8 +31,9 @@ def is_github_com(api_url: str) -> bool:
 
 def parse_features(data: dict[str, Any]) -> ServerFeatures:
     """The FEATURES document's answer (two ``__type`` introspections) as features."""
-    issue = data.get("issue") if isinstance(data.get("issue"), dict) else {}
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    issue_data, project_data = data.get("issue"), data.get("project")
+    issue = issue_data if isinstance(issue_data, dict) else {}
+    project = project_data if isinstance(project_data, dict) else {}
     issue_fields = {f.get("name") for f in issue.get("fields") or () if isinstance(f, dict)}
     items_args: set[Any] = set()
     for f in project.get("fields") or ():

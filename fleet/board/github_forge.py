@@ -141,7 +141,11 @@ class GitHubForge:
         )
         node = parse.obj(parse.obj(data.get("repository"), "repository").get("issue"), "issue")
         nodes = parse.nodes(node.get("comments"), f"#{number}.comments")
-        seen = {n.get("databaseId") for n in nodes if _reacted(n.get("reactionGroups"))}
+        seen = {
+            i
+            for n in nodes
+            if _reacted(n.get("reactionGroups")) and isinstance(i := n.get("databaseId"), int)
+        }
         return select_mentions(number, parse.comments(nodes, f"#{number}.comments"), identity,
                                seen)  # fmt: skip
 

@@ -4,6 +4,9 @@ extras for PRs and CI), never around it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import SupportsIndex, SupportsInt
+
 from fleet.board.base import BoardError, LabelsDropped
 from fleet.cmd.common import context, emit_json, fail, say
 from fleet.exits import Exit
@@ -134,23 +137,40 @@ def comment(inv: str | None, number: int, body: str, author: str | None) -> None
         print(c.id)
 
 
+def _names(value: object) -> list[str]:
+    """A list write's value (invoke hands an ``iterable`` option over as a list of strings)."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{type(value).__name__!r} object is not iterable")  # as list() says
+    return list(value)
+
+
+def _number(value: object) -> int:
+    """An issue number write's value (invoke hands it over as text)."""
+    if not isinstance(value, str | bytes | bytearray | SupportsInt | SupportsIndex):
+        raise TypeError(  # as int() says
+            "int() argument must be a string, a bytes-like object or a real number, "
+            f"not {type(value).__name__!r}"
+        )
+    return int(value)
+
+
 def write(inv: str | None, number: int, op: str, value: object = None) -> None:
     """The small board writes, one Protocol call each."""
     with context(inv) as ctx:
         b = ctx.board
         try:
             if op == "label":
-                b.add_labels(number, list(value))  # type: ignore[arg-type]
+                b.add_labels(number, _names(value))
             elif op == "unlabel":
                 b.remove_label(number, str(value))
             elif op == "assign":
-                b.assign(number, list(value))  # type: ignore[arg-type]
+                b.assign(number, _names(value))
             elif op == "block":
-                b.add_blocker(number, int(value))  # type: ignore[arg-type]
+                b.add_blocker(number, _number(value))
             elif op == "unblock":
-                b.remove_blocker(number, int(value))  # type: ignore[arg-type]
+                b.remove_blocker(number, _number(value))
             elif op == "parent":
-                b.set_parent(number, None if value in (None, 0) else int(value))  # type: ignore[arg-type]
+                b.set_parent(number, None if value in (None, 0) else _number(value))
             elif op == "status":
                 b.set_status(number, str(value))
             elif op == "lane":

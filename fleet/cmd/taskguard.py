@@ -49,7 +49,7 @@ def print_task_help(task: Task, path: str) -> None:
     program.print_task_help(path)
 
 
-class _HelpFillsPositionals(Argument):  # type: ignore[misc]
+class _HelpFillsPositionals(Argument):
     """A positional argument that, handed ``--help``, hands it to its empty siblings too: the
     parser then has every positional it requires (``board.block --help`` would otherwise stop at
     "did not receive required positional arguments") and the task's call prints help."""
@@ -64,7 +64,7 @@ class _HelpFillsPositionals(Argument):  # type: ignore[misc]
                     other.raw_value, other._value = value, value
 
 
-class GuardedTask(Task):  # type: ignore[misc]
+class GuardedTask(Task):
     """A task whose call first honours ``--help`` and ``--json`` (see the module's docstring)."""
 
     fleet_path: str = ""

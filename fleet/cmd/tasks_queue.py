@@ -126,7 +126,7 @@ def demo(c, keep=False, agent="claude"):
     }
 )
 def test(c, k=None, docker=True):
-    """Check the rules (ruff, the import-linter layers), install Debian's chromium when missing (the
+    """Check the rules (ruff, the import-linter layers, mypy), install Debian's chromium when missing (the
     timeline's browser tests) and sshd (the SSH transport tests start a real one), then run the
     test suite (pytest); with a Docker engine, build the harness image (or reuse it) and run the
     harness tests too (tests/docker: FLEET_DOCKER=1)."""
@@ -143,6 +143,7 @@ def test(c, k=None, docker=True):
     c.run(f"{shlex.quote(sys.executable)} -m ruff check .", pty=False)
     lint_imports = Path(sys.executable).parent / "lint-imports"  # installed beside this python
     c.run(shlex.quote(str(lint_imports)), pty=False)
+    c.run(f"{shlex.quote(sys.executable)} -m mypy", pty=False)  # [tool.mypy] in pyproject.toml
     try:  # the timeline's browser tests open pages in Debian's headless Chromium
         browser.ensure(print)
     except (OSError, subprocess.SubprocessError, browser.BrowserError) as exc:

@@ -206,7 +206,7 @@ def replay_reap(record: Mapping[str, Any]) -> Comparison:
         if name not in record:
             raise RecordError(f"REAP has no {name!r} field")
     snap = decode_snapshot(record["snapshot"])
-    recorded = decode(tuple[ReapDecision, ...], record["decisions"], "decisions")  # type: ignore[arg-type]
+    recorded = decode(tuple[ReapDecision, ...], record["decisions"], "decisions")
     return compare(_verdicts(recorded), _verdicts(reap_decisions(snap)))
 
 

@@ -214,9 +214,9 @@ def replay_repair(record: Mapping[str, Any]) -> Comparison:
     for name in ("workers", "hosts", "decisions"):
         if name not in record:
             raise RecordError(f"REPAIR has no {name!r} field")
-    views = decode(tuple[WorkerView, ...], record["workers"], "workers")  # type: ignore[arg-type]
-    hosts = decode(dict[str, str], record["hosts"], "hosts")  # type: ignore[arg-type]
-    recorded = decode(tuple[RepairDecision, ...], record["decisions"], "decisions")  # type: ignore[arg-type]
+    views = decode(tuple[WorkerView, ...], record["workers"], "workers")
+    hosts = decode(dict[str, str], record["hosts"], "hosts")
+    recorded = decode(tuple[RepairDecision, ...], record["decisions"], "decisions")
     return compare(_verdicts(recorded), _verdicts(plan_from(views, hosts)))
 
 

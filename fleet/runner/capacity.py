@@ -167,7 +167,10 @@ def write_capacity(path: Path, cap: Capacity) -> None:
 def _capacity_from(data: object) -> Capacity:
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    source = CapacitySource(data.get("source"))  # ValueError on an unknown source
+    raw_source = data.get("source")
+    if not isinstance(raw_source, str):  # as CapacitySource(raw_source) would refuse it
+        raise ValueError(f"{raw_source!r} is not a valid {CapacitySource.__qualname__}")
+    source = CapacitySource(raw_source)  # ValueError on an unknown source
     evidence, issue = data.get("evidence", ""), data.get("issue")
     if not isinstance(evidence, str):
         raise ValueError("evidence is not a string")

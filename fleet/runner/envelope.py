@@ -73,7 +73,8 @@ class Envelope:
         return self.num_turns
 
     def data(self) -> dict[str, Any]:
-        return json.loads(self.raw)
+        data: dict[str, Any] = json.loads(self.raw)
+        return data
 
 
 class Reading(Protocol):

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from fleet.model import PRState, PullRequest, utc
 from fleet.runner.capacity import LimitSignal
@@ -89,7 +90,7 @@ def derive_outcome(
     timed_out: bool,
     limit: LimitSignal | None,
     retry: RetryDecision | None,
-    declared_blocker: dict | None,
+    declared_blocker: dict[str, Any] | None,
     turn_limited: str | None = None,
 ) -> OutcomeDecision:
     """The terminal outcome of one run; ``prs`` are the PRs whose bodies close the issue.

@@ -35,7 +35,7 @@ from fleet.board.local import LocalBoard
 from fleet.exits import RunExit
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.markers import Kind, history, render
-from fleet.model import Comment, Issue, PullRequest, iso, unit_name
+from fleet.model import Comment, Issue, Mention, PullRequest, iso, unit_name
 from fleet.private import private_dir
 from fleet.runner import turns
 from fleet.runner.agent_env import agent_env
@@ -240,7 +240,7 @@ class Runner:
     def _agent_run(
         self, title: str, body: str, wt: Worktree, log: Path, results: Path
     ) -> tuple[int | None, bool]:
-        mentions = ()
+        mentions: tuple[Mention, ...] = ()
         try:
             mentions = self.board.unread_mentions(self.issue)  # 6
         except BoardError as exc:

@@ -259,7 +259,7 @@ def svg(tl: Timeline) -> tuple[str, int, int]:
     busiest = max((len(lane.runs) for lane in tl.lanes), default=0)
     scale = Scale(tl.since, tl.now, GUTTER, plot_width(busiest))
     width = int(GUTTER + scale.width + 60)
-    top = AXIS
+    top: float = AXIS
     body = [_aggregate(scale, list(tl.runs), top)]
     top += AGG
     lanes_top = top

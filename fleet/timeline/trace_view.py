@@ -62,13 +62,19 @@ class Dark:
     ongoing: bool
 
 
-class _Run(Protocol):  # the fields of fleet.timeline.model.Run that dark periods read
-    worker: str
-    start: datetime
-    end: datetime | None
-    outcome: str
-    dark_source: str | None
-    dark_reset: str | None
+class _Run(Protocol):  # the fields of fleet.timeline.model.Run (frozen) that dark periods read
+    @property
+    def worker(self) -> str: ...
+    @property
+    def start(self) -> datetime: ...
+    @property
+    def end(self) -> datetime | None: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def dark_source(self) -> str | None: ...
+    @property
+    def dark_reset(self) -> str | None: ...
 
 
 def _at(record: Mapping[str, Any]) -> datetime | None:
@@ -218,7 +224,7 @@ def bands_of(trace: Sequence[Mapping[str, Any]], now: datetime) -> tuple[Band, .
     else:
         halts = [(at, _halt_keys(_snapshot_halts(r), since)) for at, r in _timed(trace, "SWEEP")]
     holds = [(at, _hold_keys(r)) for at, r in ticks]
-    periods = _periods(halts, now, since) + _periods(holds, now)  # type: ignore[arg-type]
+    periods = _periods(halts, now, since) + _periods(holds, now)
     return tuple(
         Band(k[0], k[1], start, end, ongoing)
         for k, start, end, ongoing in sorted(periods, key=lambda t: (t[1], t[0]))
@@ -256,8 +262,8 @@ def darks_of(
     """
     obs: dict[str, list[tuple[datetime, int, tuple[str, ...] | bool]]] = {}
     for at, r in _timed(trace, "SWEEP"):
-        snap = r.get("snapshot") if isinstance(r.get("snapshot"), Mapping) else {}
-        for name, state in _worker_seen(snap).items():
+        snap = r.get("snapshot")
+        for name, state in _worker_seen(snap if isinstance(snap, Mapping) else {}).items():
             if state is not None:
                 obs.setdefault(name, []).append((at, 1, state))
     for run in runs:

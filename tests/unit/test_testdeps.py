@@ -83,3 +83,17 @@ def test_invoke_test_hands_the_suite_its_ssh_promise(monkeypatch: pytest.MonkeyP
         assert env[SSH_TESTS_ENV] == "1"
     else:
         assert SSH_TESTS_ENV not in env
+
+
+def test_invoke_test_checks_the_rules_before_the_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ruff, the import-linter layers and mypy run from ``invoke test``, before pytest: a broken
+    rule fails the suite like a failing test."""
+    monkeypatch.setattr(browser, "ensure", lambda _progress: None)
+    c = MockContext(run=Result(), repeat=True)
+    tasks_queue.test(c, docker=False)
+    commands = [call.args[0] for call in c.run.call_args_list]
+    order = [
+        next(i for i, cmd in enumerate(commands) if needle in cmd)
+        for needle in ("-m ruff check", "lint-imports", "-m mypy", "-m pytest")
+    ]
+    assert order == sorted(order)
