@@ -19,10 +19,10 @@ from pathlib import Path
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.markers import TERMINAL, history
+from fleet.core.model import CIState
 from fleet.dispatch import dispatch
 from fleet.inventory import load
-from fleet.markers import TERMINAL, history
-from fleet.model import CIState
 
 # A no-op run is a runner start plus a few git commands (~1 s locally); this bounds a wedged one.
 RUN_DEADLINE_S = 30.0

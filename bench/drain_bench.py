@@ -30,13 +30,13 @@ from datetime import datetime
 from pathlib import Path
 
 from bench.harness_fleet import BenchFleet, container_cpu_ns, harness_up, quantile, setup
-from fleet import harness
 from fleet.context import FleetContext
-from fleet.markers import TERMINAL, Kind, history
-from fleet.model import Issue
-from fleet.progress import Meter
+from fleet.core.markers import TERMINAL, Kind, history
+from fleet.core.model import Issue
 from fleet.roles.sweeper import tick
+from fleet.testing import harness
 from fleet.trace import Trace, iter_trace
+from fleet.views.progress import Meter
 
 POLL_S = 1.0  # board poll while waiting for the runs
 PERIOD_S = 5.0  # between ticks: retries of failed runs are parked 30 s+, so ticks are cheap

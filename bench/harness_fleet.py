@@ -26,11 +26,11 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from fleet import harness
 from fleet.board import open_board
 from fleet.board.base import Board
+from fleet.core.model import CIState
 from fleet.inventory import Inventory, load
-from fleet.model import CIState
+from fleet.testing import harness
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_PROJECT = "fleet-bench"

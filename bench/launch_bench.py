@@ -45,12 +45,12 @@ import time
 from pathlib import Path
 
 from bench.harness_fleet import BenchFleet, container_cpu_ns, harness_up, quantile, setup
-from fleet import harness
 from fleet.context import FleetContext
 from fleet.dispatch import DispatchResult, dispatch
-from fleet.progress import Meter
 from fleet.roles.sweeper import tick
+from fleet.testing import harness
 from fleet.trace import Trace
+from fleet.views.progress import Meter
 
 MAX_TICKS = 20  # every tick launches what it planned; a refusal (e.g. a lock timeout) re-plans
 PARALLEL_TIMEOUT_S = 600.0  # 200 jobs ran in ~10 s here; this only stops a wedged parallel

@@ -21,8 +21,8 @@ from pathlib import Path
 # Run from a checkout without installing: the repository root holds the ``fleet`` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fleet.markers import Kind, render
-from fleet.model import (
+from fleet.core.markers import Kind, render
+from fleet.core.model import (
     Capacity,
     CapacitySource,
     Comment,
@@ -36,7 +36,7 @@ from fleet.model import (
     Unit,
     WorkerView,
 )
-from fleet.select import select
+from fleet.core.select import select
 
 SIZES = (1_000, 10_000)
 COMMENTS_PER_ISSUE = 20  # the issue's figure; a long-lived issue's thread, not a fresh one

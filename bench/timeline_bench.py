@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fleet.markers import Kind, render
-from fleet.model import Comment, Issue
+from fleet.core.markers import Kind, render
+from fleet.core.model import Comment, Issue
 from fleet.timeline import browser
 from fleet.timeline.model import WorkerRef, build
 from fleet.timeline.render import page

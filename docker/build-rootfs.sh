@@ -6,7 +6,7 @@
 #
 # usage: build-rootfs.sh OUT.tar WHEELHOUSE 'deb URI SUITE COMPONENT' ...
 #
-# fleet.harness.build_image() runs this; the image tag is a hash of this file, the rootfs/ overlay,
+# fleet.testing.harness.build_image() runs this; the image tag is a hash of this file, the rootfs/ overlay,
 # the mirror lines and the dependency list, so changing any of them builds a new image.
 set -euo pipefail
 

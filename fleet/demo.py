@@ -29,16 +29,16 @@ from typing import Required, TypedDict
 from fleet.board import open_board
 from fleet.cmd.common import context
 from fleet.context import FleetContext
-from fleet.idle import idle as fleet_idle
+from fleet.control.switches import read_switches
+from fleet.core.idle import idle as fleet_idle
+from fleet.core.model import CIState
+from fleet.core.select import select
 from fleet.inventory import load
-from fleet.model import CIState
 from fleet.observe import snapshot
-from fleet.progress import Meter
 from fleet.roles.sweeper import tick
-from fleet.select import select
-from fleet.status import read_heartbeat, render
-from fleet.switches import read_switches
 from fleet.timeline.write import draw
+from fleet.views.progress import Meter
+from fleet.views.status import read_heartbeat, render
 
 # The whole demo is bounded: it stops waiting after this long even if something is still live.
 DEMO_DEADLINE_S = 150
@@ -152,7 +152,7 @@ def file_samples(ctx: FleetContext) -> dict[str, int]:
 
 
 def idle(ctx: FleetContext) -> tuple[bool, str]:
-    """The demo is done when the fleet is idle by the close rule (fleet.idle: no unit live,
+    """The demo is done when the fleet is idle by the close rule (fleet.core.idle: no unit live,
     nothing parked or in flight, nothing unchecked) AND nothing eligible is left to start."""
     snap = snapshot(ctx)
     verdict = fleet_idle(snap)

@@ -35,8 +35,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from fleet.agentkinds import AgentKind, detect_kind
-from fleet.model import Policy
-from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, fold
+from fleet.core.model import Policy
+from fleet.core.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, fold
 
 ENV_VAR = "FLEET_INVENTORY"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"  # worker names and lanes: safe in unit names, paths, shells
@@ -52,7 +52,7 @@ BOARD_KINDS = ("local", "github")
 AGENT_KINDS = tuple(k.value for k in AgentKind)  # fleet/agentkinds: one adapter per CLI
 
 # Defaults. Each bounds a failure; the numbers and their sources are repeated in inventory.yaml.
-# The policy numbers (attempt cap, backoffs, reaper threshold, timer period) live in fleet.model.
+# The policy numbers (attempt cap, backoffs, reaper threshold, timer period) live in fleet.core.model.
 _POLICY = Policy()
 DEFAULT_LOCK_WAIT_S = 30.0  # bounds how long a dispatcher queues behind another one's probe+launch
 # (D4 layer 3); the seed fleet measured guard-to-launch at 26-27 s, so one whole dispatch fits.

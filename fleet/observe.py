@@ -18,13 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fleet.board.base import BoardPage, BoardUnreadable
-from fleet.canary import canary_open
 from fleet.context import FleetContext
+from fleet.control.switches import read_halt_file
+from fleet.core.canary import canary_open
+from fleet.core.model import Capacity, CapacitySource, Reach, Snapshot, Unit, WorkerView
 from fleet.inventory import WorkerConfig
-from fleet.model import Capacity, CapacitySource, Reach, Snapshot, Unit, WorkerView
 from fleet.runner.capacity import CAPACITY_FILE, parse_capacity
 from fleet.runner.prestart import DEATHS_FILE, parse_deaths
-from fleet.switches import read_halt_file
 from fleet.transport import RunResult, TransportError, parse_reach, reach_command, remote_path
 from fleet.units import PortableSupervisor, Supervisor, SupervisorError, SystemdSupervisor
 from fleet.units import portable as portable_units

@@ -16,9 +16,9 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
-from fleet.closing import KEYWORDS
-from fleet.markers import Kind, render
-from fleet.model import (
+from fleet.core.closing import KEYWORDS
+from fleet.core.markers import Kind, render
+from fleet.core.model import (
     Capacity,
     CapacitySource,
     Comment,

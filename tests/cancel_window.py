@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from fleet.board.local import LocalBoard
-from fleet.markers import Kind
+from fleet.core.markers import Kind
 
 WAIT_S = 60.0  # each handshake between the two sides; a wedge fails the test instead of hanging
 

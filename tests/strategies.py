@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
-from fleet.markers import Kind
-from fleet.model import (
+from fleet.core.markers import Kind
+from fleet.core.model import (
     Capacity,
     CapacitySource,
     Comment,

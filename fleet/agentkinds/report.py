@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from fleet.model import CapacitySource, utc
+from fleet.core.model import CapacitySource, utc
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.envelope import CaptureKind
 

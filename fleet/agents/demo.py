@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.model import Issue
+from fleet.core.model import Issue
 from fleet.runner.forge_gate import ENV_VAR as FORGE_ENV
 from fleet.runner.forge_gate import ForgeClient
 
@@ -409,7 +409,7 @@ WAIT_POLL_S = 0.5  # how often wait-go reads its issue (one SQLite read; the boa
 
 def _ran_before(issue: Issue) -> bool:
     """True when an earlier run of this issue already ended (any terminal marker)."""
-    from fleet.markers import TERMINAL, markers_of
+    from fleet.core.markers import TERMINAL, markers_of
 
     return any(m.kind in TERMINAL for m in markers_of(issue.comments))
 

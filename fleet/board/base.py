@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from fleet.model import CIState, Comment, Issue, Mention, PullRequest, StateReason
+from fleet.core.model import CIState, Comment, Issue, Mention, PullRequest, StateReason
 
 
 class BoardError(Exception):
@@ -111,7 +111,7 @@ class Board(Protocol):
 
     def reopen(self, number: int, *, author: str | None = None) -> None:
         """Reopen; ``author`` as for :meth:`comment` (GitHub writes as the token's user). A reopen
-        outranks older markers only when its actor is a trusted human (fleet.trust)."""
+        outranks older markers only when its actor is a trusted human (fleet.core.trust)."""
         ...
 
     def add_labels(self, number: int, labels: Sequence[str]) -> None: ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 from invoke.exceptions import Exit as InvokeExit
 
 from fleet.cmd.common import context, emit_json, fail, say
-from fleet.exits import Exit
+from fleet.core.exits import Exit
 from fleet.roles.announcer import AnnounceReport, announce
 
 
@@ -27,7 +27,7 @@ def render(report: AnnounceReport, apply: bool) -> str:
         lines.append(f"      {f.stall.detail}")
         if f.outcome == "failed":
             lines.append(f"      {f.detail}")
-    for n in report.notices:  # ignored steering, named once on its own issue (fleet.notices)
+    for n in report.notices:  # ignored steering, named once on its own issue (fleet.core.notices)
         word = {"would-post": "would name", "posted": "named", "already-posted": "already named",
                 "failed": "FAILED to name"}.get(n.outcome, n.outcome)  # fmt: skip
         lines.append(

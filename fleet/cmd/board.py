@@ -9,11 +9,11 @@ from typing import SupportsIndex, SupportsInt
 
 from fleet.board.base import BoardError, LabelsDropped
 from fleet.cmd.common import context, emit_json, fail, say
-from fleet.exits import Exit
-from fleet.markers import history
-from fleet.model import CIState, Issue, IssueState, Policy, StateReason
-from fleet.safe_text import printable
-from fleet.switches import operator
+from fleet.control.switches import operator
+from fleet.core.exits import Exit
+from fleet.core.markers import history
+from fleet.core.model import CIState, Issue, IssueState, Policy, StateReason
+from fleet.core.safe_text import printable
 
 
 def _local(board: object) -> object:

@@ -1,5 +1,5 @@
 """The one invoke collection: ``invoke X`` (through the repository's ``tasks.py``) and ``fleet X``
-(the console script, ``fleet.cli``) serve this namespace, so they are one command.
+(the console script, ``fleet.cmd.cli``) serve this namespace, so they are one command.
 
 Each ``tasks_*`` module owns its tasks; this module only gathers them, then guards them all:
 ``--help`` never runs a task, and ``--json`` always ends in one JSON object (``taskguard``).

@@ -16,10 +16,10 @@ from invoke.exceptions import Exit as InvokeExit
 from fleet.board import check_identity, open_board
 from fleet.board.base import BoardError, IdentityMismatch
 from fleet.context import FleetContext
-from fleet.exits import Exit
+from fleet.core.exits import Exit
+from fleet.core.safe_text import printable
 from fleet.inventory import Inventory, InventoryError, default_path, load
 from fleet.private import private_umask
-from fleet.safe_text import printable
 
 
 def fail(code: Exit, message: str) -> InvokeExit:
@@ -82,7 +82,7 @@ def emit_json(obj: Any) -> None:
 
 def error_json(command: str, code: int, message: str | None) -> dict[str, object]:
     """The object a ``--json`` command prints when it ends without its own: the code it exits
-    with, that code's name (fleet/exits.py) and the sentence it prints on stderr."""
+    with, that code's name (fleet/core/exits.py) and the sentence it prints on stderr."""
     try:
         name: str | None = Exit(code).name
     except ValueError:

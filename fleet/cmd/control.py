@@ -1,5 +1,5 @@
 """``halt``/``resume``, ``pause``/``unpause``, ``drain``/``undrain`` and ``cancel``: thin I/O around
-fleet.switches, fleet.cancel and fleet.control. Every line printed says what changed and what did
+fleet.control.switches, fleet.control.cancel and fleet.control.drain. Every line printed says what changed and what did
 not, so an operator never has to guess which switch is still on."""
 
 from __future__ import annotations
@@ -7,15 +7,10 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime
 
-from fleet.cancel import cancel as cancel_issue
 from fleet.cmd.common import context, emit_json, fail, inventory, say
-from fleet.control import POLL_S, observe_idle, wait_idle
-from fleet.exits import Exit
-from fleet.idle import IdleVerdict
-from fleet.inventory import Inventory
-from fleet.progress import Meter
-from fleet.select import age_text, issue_halts
-from fleet.switches import (
+from fleet.control.cancel import cancel as cancel_issue
+from fleet.control.drain import POLL_S, observe_idle, wait_idle
+from fleet.control.switches import (
     DRAIN,
     PAUSE,
     Switch,
@@ -26,6 +21,11 @@ from fleet.switches import (
     remove_switch,
     write_switch,
 )
+from fleet.core.exits import Exit
+from fleet.core.idle import IdleVerdict
+from fleet.core.select import age_text, issue_halts
+from fleet.inventory import Inventory
+from fleet.views.progress import Meter
 
 
 def describe(s: Switch, now: datetime | None = None) -> str:

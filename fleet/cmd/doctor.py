@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from fleet.cmd.common import emit_json, fail
+from fleet.core.exits import Exit
 from fleet.doctor import checks
 from fleet.doctor.model import all_ok, as_json, render
-from fleet.exits import Exit
 from fleet.inventory import default_path
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from fleet.cmd.common import context, emit_json, fail
-from fleet.exits import Exit
-from fleet.reap import REAP
-from fleet.repair import ORDER, who
+from fleet.core.exits import Exit
+from fleet.core.reap import REAP
+from fleet.core.repair import ORDER, who
+from fleet.core.select import age_text
 from fleet.roles.reaper import ReapReport, reap
 from fleet.roles.repairer import RepairReport, repair
-from fleet.select import age_text
 
 
 def _mode(outcome: str, apply: bool) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fleet.cmd.common import fail
-from fleet.exits import Exit
+from fleet.core.exits import Exit
 from fleet.inventory import InventoryError, default_path
 from fleet.inventory import add_worker as _add
 

@@ -1,13 +1,13 @@
-"""``replay TRACE``: thin I/O around :mod:`fleet.replay` — read, replay, print, exit with its code."""
+"""``replay TRACE``: thin I/O around :mod:`fleet.trace.replay` — read, replay, print, exit with its code."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from fleet.cmd.common import emit_json, fail
-from fleet.exits import Exit
-from fleet.replay import load_roles, replay_file
+from fleet.core.exits import Exit
 from fleet.trace import TraceError
+from fleet.trace.replay import load_roles, replay_file
 
 
 def replay(trace: str, as_json: bool) -> None:

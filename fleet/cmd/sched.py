@@ -10,20 +10,21 @@ from typing import Any
 
 from invoke.exceptions import Exit as InvokeExit
 
-from fleet import cost, unseen
+from fleet.board import unseen
 from fleet.board.base import BoardPage
 from fleet.cmd.common import context, emit_json, fail, inventory, say
 from fleet.context import FleetContext
+from fleet.control.switches import read_switches
+from fleet.core import cost
+from fleet.core.exits import Exit
+from fleet.core.model import Plan
+from fleet.core.safe_text import printable
+from fleet.core.select import halt_line, select
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
-from fleet.model import Plan
 from fleet.observe import read_page, snapshot
 from fleet.roles.sweeper import TickReport, tick, write_heartbeat
-from fleet.safe_text import printable
-from fleet.select import halt_line, select
-from fleet.status import as_json, read_heartbeat, render
-from fleet.switches import read_switches
 from fleet.trace import read_trace
+from fleet.views.status import as_json, read_heartbeat, render
 
 
 def _unopenable(inv: str | None, apply: bool, message: str, why: Exit, as_json_: bool) -> None:

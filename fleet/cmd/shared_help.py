@@ -1,9 +1,9 @@
 """Help texts more than one task shows, written once: the ``--inventory`` flag, and the exit codes
-of a dispatch, generated from :class:`fleet.exits.Exit` so the help cannot drift from the codes."""
+of a dispatch, generated from :class:`fleet.core.exits.Exit` so the help cannot drift from the codes."""
 
 from __future__ import annotations
 
-from fleet.exits import Exit
+from fleet.core.exits import Exit
 
 INV = {"inventory": "inventory.yaml path (default: $FLEET_INVENTORY or ./inventory.yaml)"}
 

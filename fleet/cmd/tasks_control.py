@@ -2,7 +2,7 @@
 ``fleet.cmd.collection`` adds every task in ``TASKS`` to the top level.
 
 The operator's switches (halt/resume, pause/unpause, drain/undrain) and cancel. Thin wrappers: the
-work is in fleet.cmd.control, fleet.switches, fleet.cancel and fleet.control.
+work is in fleet.cmd.control, fleet.control.switches, fleet.control.cancel and fleet.control.drain.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def pause(c, reason="", author=None, inventory=None):
 def unpause(c, inventory=None):
     """End the pause."""
     from fleet.cmd.control import clear_flag
-    from fleet.switches import PAUSE
+    from fleet.control.switches import PAUSE
 
     clear_flag(inventory, PAUSE)
 
@@ -79,7 +79,7 @@ def drain(c, reason="", author=None, wait=None, poll=None, json=False, inventory
 def undrain(c, inventory=None):
     """End the drain: dispatching resumes."""
     from fleet.cmd.control import clear_flag
-    from fleet.switches import DRAIN
+    from fleet.control.switches import DRAIN
 
     clear_flag(inventory, DRAIN)
 

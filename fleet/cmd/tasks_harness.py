@@ -1,6 +1,6 @@
 """invoke tasks for the Docker harness: the ``harness`` collection (``invoke harness.up`` ...).
 
-Thin wrappers over :mod:`fleet.harness`; every step and every check lives there. The Compose
+Thin wrappers over :mod:`fleet.testing.harness`; every step and every check lives there. The Compose
 project (and so the container names ``<project>-w1`` ...) is ``$FLEET_HARNESS_PROJECT`` or
 ``fleet-harness``, so a second harness can run beside the first.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from invoke import Collection, task
 from invoke.exceptions import Exit as InvokeExit
 
-from fleet.exits import Exit
+from fleet.core.exits import Exit
 
 # A harness step that failed (no engine, image missing, a worker not ready): one line, this code.
 # USAGE-like, not a dispatch code: nothing here is a fleet decision.
@@ -34,7 +34,7 @@ def _progress(line: str) -> None:
 def _build_progress() -> Iterator[Callable[[str], None]]:
     """The image build's progress: on a terminal one line redrawn in place (elapsed time and the
     build's latest output) under its steps; elsewhere every line, as the build prints it."""
-    from fleet.progress import Meter
+    from fleet.views.progress import Meter
 
     if not sys.stdout.isatty():
         yield _progress
@@ -56,7 +56,7 @@ def docker_tests_env() -> dict[str, str]:
     worker image here with its progress shown (minutes the first time; the test session would
     otherwise build it silently). Without an engine: one line saying why, and no variable, so the
     harness tests skip from conftest's one line."""
-    from fleet import harness
+    from fleet.testing import harness
 
     ok, why = harness.engine_available()
     if not ok:
@@ -74,7 +74,7 @@ def docker_tests_env() -> dict[str, str]:
 @task(name="image")
 def image(c):
     """Build the worker image from Debian's packages, or reuse it when its inputs are unchanged."""
-    from fleet import harness
+    from fleet.testing import harness
 
     try:
         with _build_progress() as progress:
@@ -88,7 +88,7 @@ def image(c):
 def up(c, shared=None):
     """Start the four workers (w1..w4; w4 has masters alpha and beta) and wait until every master
     answers; prints each worker's SSH port on 127.0.0.1."""
-    from fleet import harness
+    from fleet.testing import harness
 
     try:
         info = harness.up(Path(shared).absolute() if shared else None)
@@ -104,7 +104,7 @@ def up(c, shared=None):
 @task(name="down")
 def down(c):
     """Stop and remove this project's workers and network (a harness that is not up is fine)."""
-    from fleet import harness
+    from fleet.testing import harness
 
     try:
         harness.down()
@@ -124,7 +124,7 @@ def down(c):
 def inventory(c, path=None, name="board"):
     """Write the harness inventory with the ports published now, and make what it names: the board
     and origin in the shared directory and every master's runner clone. Rerun after every up."""
-    from fleet import harness
+    from fleet.testing import harness
 
     try:
         info = harness.refresh()

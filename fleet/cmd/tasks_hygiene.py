@@ -2,7 +2,7 @@
 ``fleet.cmd.collection`` adds every task in ``TASKS`` to the top level.
 
 The roles that keep an unattended fleet honest (D4, D14): each a thin wrapper, dry run by default;
-the work is in fleet.cmd.hygiene, fleet.roles.* and the pure fleet.reap / fleet.repair.
+the work is in fleet.cmd.hygiene, fleet.roles.* and the pure fleet.core.reap / fleet.core.repair.
 """
 
 from __future__ import annotations

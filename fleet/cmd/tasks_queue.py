@@ -56,7 +56,7 @@ def fleet_status(c, json=False, issue=None, cost=False, watch=False, every=None,
     number = int(issue) if issue else None
     if watch and json:
         from fleet.cmd.common import fail
-        from fleet.exits import Exit
+        from fleet.core.exits import Exit
 
         raise fail(Exit.USAGE, "fleet-status: --watch redraws text; --json prints one object")
     if watch:
@@ -110,8 +110,8 @@ dispatch.__doc__ = dispatch_help()
 def demo(c, keep=False, agent="claude"):
     """Run the main job on the embedded default: file sample issues and drain them until idle."""
     from fleet.cmd.common import fail
+    from fleet.core.exits import Exit
     from fleet.demo import DemoRefused, run_demo
-    from fleet.exits import Exit
 
     try:
         run_demo(keep=keep, agent=agent)

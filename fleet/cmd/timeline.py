@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleet.cmd.common import context, fail
-from fleet.exits import Exit
+from fleet.core.exits import Exit
 from fleet.timeline import browser
 from fleet.timeline.model import Timeline
 from fleet.timeline.write import draw, parse_since, write_png

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from fleet.safe_text import printable
+from fleet.core.safe_text import printable
 
 MIN_EVERY_S = 1.0  # each redraw reads the board once: below this a GitHub budget drains for a view
 DEFAULT_EVERY_S = 10.0

@@ -14,14 +14,13 @@ from pathlib import Path
 
 from fleet.board.base import BoardError, BoardPage, BoardUnreadable
 from fleet.context import FleetContext
-from fleet.exits import Exit
-from fleet.inventory import WorkerConfig
-from fleet.last_word import latched_since
-from fleet.markers import Kind, history, render
-from fleet.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView, unit_name
-from fleet.origin import target_origins
-from fleet.runner.capacity import describe
-from fleet.select import (
+from fleet.control.switches import read_halt_file, read_switches
+from fleet.core.exits import Exit
+from fleet.core.last_word import latched_since
+from fleet.core.markers import Kind, history, render
+from fleet.core.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView, unit_name
+from fleet.core.origin import target_origins
+from fleet.core.select import (
     CAPACITY_LOOP,
     choose_worker,
     fresh_hold,
@@ -30,8 +29,9 @@ from fleet.select import (
     issue_halts,
     marked_do_not_dispatch,
 )
-from fleet.switches import read_halt_file, read_switches
-from fleet.sync import SyncState, parse_sync, sync_command
+from fleet.core.sync import SyncState, parse_sync, sync_command
+from fleet.inventory import WorkerConfig
+from fleet.runner.capacity import describe
 from fleet.transport import TransportError
 from fleet.units import Claim, ClaimCode
 
@@ -120,7 +120,7 @@ def ci_baseline(ctx: FleetContext, ignore_ci: bool) -> str:
     """Check 7, advisory (seed 003): the baseline this run starts on — ``green``, ``red`` or
     ``unknown`` — recorded in its start marker, never a refusal. A red ``main`` refused every
     dispatch before, the issue that would fix CI included; and a run on a red baseline spends no
-    attempt when it fails (``fleet.markers.history``), because the failure may be the baseline's."""
+    attempt when it fails (``fleet.core.markers.history``), because the failure may be the baseline's."""
     try:
         state = ctx.board.ci_status()
     except BoardError as exc:  # a guard's own outage fails open (D5)
@@ -248,7 +248,7 @@ def no_live_run(
 
 
 def relatched(ctx: FleetContext, before: Mapping[int, Issue]) -> dict[int, str]:
-    """The last word of each issue re-read inside the lock hold (``fleet.last_word``), by issue:
+    """The last word of each issue re-read inside the lock hold (``fleet.core.last_word``), by issue:
     why it latches now. One issue read for one request, one page read for a batch. Its own outage
     fails open (D5): every check already passed on a fresh read."""
     if not before:

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.context import FleetContext
-from fleet.exits import Exit
+from fleet.core.exits import Exit
+from fleet.core.model import Issue, Unit, WorkerView, unit_name
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
-from fleet.model import Issue, Unit, WorkerView, unit_name
 from fleet.observe import probe_fleet
 from fleet.runner.prestart import BASELINE_ENV, STATE_DIR_ENV
 from fleet.transport import TransportError

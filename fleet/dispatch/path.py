@@ -28,10 +28,10 @@ from dataclasses import dataclass, replace
 
 from fleet.board.base import BoardPage
 from fleet.context import FleetContext
+from fleet.core.model import CIState, Issue, WorkerView
+from fleet.core.select import live_load
 from fleet.inventory import WorkerConfig
-from fleet.model import CIState, Issue, WorkerView
 from fleet.observe import probe_fleet
-from fleet.select import live_load
 
 from .checks import (
     canary_taken,

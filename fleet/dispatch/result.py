@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from fleet.exits import Exit
-from fleet.model import Unit, unit_name
+from fleet.core.exits import Exit
+from fleet.core.model import Unit, unit_name
 
 
 def new_run_id(now: float | None = None) -> str:

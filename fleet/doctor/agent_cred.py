@@ -1,5 +1,5 @@
 """``invoke doctor``'s agent-credential check (issue 16): the agent must not hold the token that
-posts the fleet's markers. The decision is :func:`fleet.agent_credential.agent_credential_verdict`;
+posts the fleet's markers. The decision is :func:`fleet.core.agent_credential.agent_credential_verdict`;
 this reads the two tokens where the doctor can (the board's from its variable or file, each local
 worker's ``agent_token_file``) and names what it could not read."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from fleet.agent_credential import agent_credential_verdict, read_token
 from fleet.context import FleetContext
+from fleet.core.agent_credential import agent_credential_verdict, read_token
 from fleet.doctor.checks import Options, register
 from fleet.doctor.model import Finding, failed, passed
 

@@ -16,10 +16,10 @@ from typing import Any
 from fleet.board import check_identity, open_board
 from fleet.board.base import BoardError, BoardUnreadable, IdentityMismatch, LabelsDropped
 from fleet.context import FleetContext
+from fleet.core.model import Reach, StateReason, Status
 from fleet.doctor import worker as wscript
 from fleet.doctor.model import Finding, failed, passed
 from fleet.inventory import InventoryError, WorkerConfig, load
-from fleet.model import Reach, StateReason, Status
 from fleet.observe import probe_fleet
 from fleet.transport import TransportError
 from fleet.units import SystemdSupervisor

@@ -1,5 +1,5 @@
 """The announcer: a Loop on the engine that files one report issue per stall nobody is coming for
-(D14). The decision is pure (``fleet.announce``); this is the I/O around it.
+(D14). The decision is pure (``fleet.core.announce``); this is the I/O around it.
 
 One run = observe (one fleet probe, then one board read, the sweeper's heartbeat file) → ``assess``
 (pure) → with ``--apply``, each stall is claimed and filed through the engine: claim → re-read the
@@ -26,19 +26,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from fleet.announce import Assessment, Report, Stall, assess, report_for, unclassified_stall
 from fleet.board.base import BoardError, BoardPage, LabelsDropped
 from fleet.context import FleetContext
-from fleet.engine import Escalate, Escalation, Failure, FileClaims, Result, Tier, drain, each
-from fleet.exits import Exit
-from fleet.model import Issue, Snapshot
+from fleet.control.switches import read_halt_file
+from fleet.core.announce import Assessment, Report, Stall, assess, report_for, unclassified_stall
+from fleet.core.exits import Exit
+from fleet.core.model import Issue, Snapshot
 from fleet.observe import probe_fleet, read_page
 from fleet.roles.base import held
+from fleet.roles.engine import Escalate, Escalation, Failure, FileClaims, Result, Tier, drain, each
 from fleet.roles.notifier import NoticeOutcome, Notifier
 from fleet.roles.notifier import key as notice_key
-from fleet.status import read_heartbeat
-from fleet.switches import read_halt_file
 from fleet.trace import Trace, to_jsonable
+from fleet.views.status import read_heartbeat
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from fleet.context import FleetContext
+from fleet.control.switches import Switch, hold_line, role_hold
 from fleet.dispatch import fleet_lock
-from fleet.engine import FileClaims, Loop, drain
 from fleet.lock import LockTimeout
-from fleet.switches import Switch, hold_line, role_hold
+from fleet.roles.engine import FileClaims, Loop, drain
 from fleet.trace import Trace
 
 WRITE_POOL = 4  # dispatch calls in flight while writing; a dry run decides one at a time

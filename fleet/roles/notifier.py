@@ -1,6 +1,6 @@
 """The announcer's second job: one comment per ignored attempt to steer the fleet (issue 16).
 
-A Loop on the engine, like the report filing beside it: ``fleet.notices`` decides (pure) from the
+A Loop on the engine, like the report filing beside it: ``fleet.core.notices`` decides (pure) from the
 snapshot the announcer already read; each notice is claimed, the issue is re-read live, and the
 comment is posted unless one of the fleet's own comments there already carries the notice's tag
 (idempotent against the live board, never a cache, D14).
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from fleet.board.base import BoardError
 from fleet.context import FleetContext
-from fleet.engine import Failure, Result, Tier, each
-from fleet.model import Snapshot
-from fleet.notices import Notice, notices, posted
+from fleet.core.model import Snapshot
+from fleet.core.notices import Notice, notices, posted
+from fleet.roles.engine import Failure, Result, Tier, each
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The reaper (D14): a Loop on the engine that resets orphaned starts; the decision is ``fleet.reap``.
+"""The reaper (D14): a Loop on the engine that resets orphaned starts; the decision is ``fleet.core.reap``.
 
 One tick = probe every worker (``dispatch()``'s own probe), then read the board, then decide (pure),
 then — with ``apply`` — post a ``reaped`` marker on each orphan. The order is load-bearing:
@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from fleet.board.base import BoardError
-from fleet.codec import decode, decode_snapshot
 from fleet.context import FleetContext
-from fleet.engine import Failure, Result, Tier, each
-from fleet.exits import Exit
-from fleet.markers import history, open_start
-from fleet.model import Snapshot
+from fleet.core.exits import Exit
+from fleet.core.markers import history, open_start
+from fleet.core.model import Snapshot
+from fleet.core.reap import REAP, ReapDecision, reap_decisions, reaped_marker, threshold_warning
 from fleet.observe import probe_fleet, read_page
-from fleet.reap import REAP, ReapDecision, reap_decisions, reaped_marker, threshold_warning
-from fleet.replay import Comparison, RecordError, compare, register
 from fleet.roles.base import drain_role, held
+from fleet.roles.engine import Failure, Result, Tier, each
 from fleet.trace import Trace, to_jsonable
+from fleet.trace.codec import decode, decode_snapshot
+from fleet.trace.replay import Comparison, RecordError, compare, register
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Oldest-wins repair (D4): a Loop on the engine; the decision is ``fleet.repair.repair_plan``.
+"""Oldest-wins repair (D4): a Loop on the engine; the decision is ``fleet.core.repair.repair_plan``.
 
 One tick = probe every worker (``dispatch()``'s own probe), decide per issue which live unit to keep
 (pure), and — with ``apply`` — stop the others through their own supervisor (the whole process
@@ -23,17 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from fleet.board.base import BoardError
-from fleet.codec import decode
 from fleet.context import FleetContext
-from fleet.engine import Failure, Result, Tier, each
-from fleet.exits import Exit
+from fleet.core.exits import Exit
+from fleet.core.model import Unit, WorkerView
+from fleet.core.repair import ORDER, RepairDecision, repair_plan, superseded_marker, who
 from fleet.inventory import WorkerConfig
-from fleet.model import Unit, WorkerView
 from fleet.observe import probe_fleet
-from fleet.repair import ORDER, RepairDecision, repair_plan, superseded_marker, who
-from fleet.replay import Comparison, RecordError, compare, register
 from fleet.roles.base import drain_role, held
+from fleet.roles.engine import Failure, Result, Tier, each
 from fleet.trace import Trace, to_jsonable
+from fleet.trace.codec import decode
+from fleet.trace.replay import Comparison, RecordError, compare, register
 from fleet.transport import TransportError
 from fleet.units import SupervisorError
 

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from fleet import cost
 from fleet.board.base import BoardPage
 from fleet.context import FleetContext
+from fleet.control.switches import Switch, Switches, read_halt_file, read_switches
+from fleet.core import cost
+from fleet.core.exits import Exit
+from fleet.core.model import Dispatch, Plan, Snapshot, iso
+from fleet.core.select import halt_line, issue_halts, select
 from fleet.dispatch import DispatchResult, Request, dispatch_batch
-from fleet.engine import Failure, FileClaims, Result, Tier, drain
-from fleet.exits import Exit
-from fleet.model import Dispatch, Plan, Snapshot, iso
 from fleet.observe import read_page, snapshot
 from fleet.roles.announcer import tell_a_human
-from fleet.select import halt_line, issue_halts, select
-from fleet.switches import Switch, Switches, read_halt_file, read_switches
+from fleet.roles.engine import Failure, FileClaims, Result, Tier, drain
 from fleet.trace import Trace, to_jsonable
 
 # Items the engine hands the dispatch path at once (its pool; D13: it bounds dispatches, never
@@ -35,7 +35,7 @@ from fleet.trace import Trace, to_jsonable
 # allows (lock.wait_s).
 SWEEP_POOL = 64
 
-# The three failure classes of seed 000, acted on by the engine (fleet/engine.py): retry-class
+# The three failure classes of seed 000, acted on by the engine (fleet/roles/engine.py): retry-class
 # refusals clear by themselves within seconds, so the engine dispatches them again on its ladder
 # (RETRY_BACKOFFS_S) within this tick; refusals are the mechanism working and are never retried;
 # any other code is cannot-classify and goes to a human through the announcer (tell_a_human).

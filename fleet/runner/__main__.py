@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 
 from fleet.board import check_identity, open_board
 from fleet.board.base import BoardError, IdentityMismatch
-from fleet.exits import PRESTART_CAUSES, RunExit
+from fleet.core.exits import PRESTART_CAUSES, RunExit
+from fleet.core.sync import parse_sync, sync_command
 from fleet.inventory import InventoryError, load
 from fleet.private import private_umask
 from fleet.runner.prestart import PRESTART_EXITS, STATE_DIR_ENV, record_death
 from fleet.runner.run import Runner
-from fleet.sync import parse_sync, sync_command
 
 REEXEC_ENV = "FLEET_RUNNER_REEXEC"
 

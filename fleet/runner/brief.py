@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from fleet.model import Mention, iso
+from fleet.core.model import Mention, iso
 
 BRIEF_FILE = "brief.md"
 PLACEHOLDERS = ("issue", "title", "body", "mentions", "results_file", "worktree")

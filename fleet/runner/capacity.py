@@ -11,7 +11,7 @@ The three properties D8 asks for, and where they live here:
 2. *Never fabricate a reset*: :func:`resolve_clock` returns None unless the text states a time in a
    zone we can resolve; a bare clock time is resolved against today in that zone and rolled forward a
    day if that instant has already passed (a reset stamped in the past reads as recovered).
-3. *Two kinds of dark*: :class:`fleet.model.CapacitySource` ``rate_limit`` (a clock clears it) and
+3. *Two kinds of dark*: :class:`fleet.core.model.CapacitySource` ``rate_limit`` (a clock clears it) and
    ``revoked`` (nothing but a human clears it); :func:`describe` gives each its own remedy.
 
 Which text counts as a limit is the agent-kind adapter's decision (``fleet/agentkinds``): only the
@@ -30,8 +30,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from fleet.canary import canary_due
-from fleet.model import Capacity, CapacitySource, iso, parse_iso, utc
+from fleet.core.canary import canary_due
+from fleet.core.model import Capacity, CapacitySource, iso, parse_iso, utc
 
 CAPACITY_FILE = "capacity.json"
 

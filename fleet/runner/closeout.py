@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from fleet.agentkinds import ADAPTERS, AgentKind, AgentReport
-from fleet.exits import RunExit
-from fleet.markers import Kind, render
-from fleet.model import PullRequest, iso
+from fleet.core.exits import RunExit
+from fleet.core.markers import Kind, render
+from fleet.core.model import PullRequest, iso
 from fleet.runner.brief import declared_blocker, declared_left_open
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.outcome import Outcome, OutcomeDecision, derive_outcome

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from fleet.board.base import BoardError, BoardWriteError
-from fleet.codec import CodecError, decode
-from fleet.model import Issue, PullRequest
+from fleet.core.model import Issue, PullRequest
 from fleet.trace import to_jsonable
+from fleet.trace.codec import CodecError, decode
 
 T = TypeVar("T")
 

@@ -20,9 +20,9 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from fleet.canary import canary_due
-from fleet.flock import exclusive
-from fleet.model import Capacity, CapacitySource, iso, utc
+from fleet.core.canary import canary_due
+from fleet.core.model import Capacity, CapacitySource, iso, utc
+from fleet.lock.flock import exclusive
 from fleet.runner.capacity import clear_capacity, read_capacity, write_capacity
 
 

@@ -7,7 +7,7 @@ leaves the entry locked — so ``git worktree prune`` skips it — and, killed b
 breaks every later fetch in the clone ("fatal: bad object worktrees/<name>/HEAD"). Called under the
 clone lock, where no add of ours can be running, such an entry is known to be dead: its admin
 directory goes, and its checkout too when it lies under this worker's own worktree root (a path
-elsewhere is not ours to delete, so it is only named). ``fleet.sync`` does the same for check 9.
+elsewhere is not ours to delete, so it is only named). ``fleet.core.sync`` does the same for check 9.
 """
 
 from __future__ import annotations

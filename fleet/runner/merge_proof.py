@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from fleet.model import PullRequest
+from fleet.core.model import PullRequest
 
 GIT_TIMEOUT_S = 60  # a few object lookups in a local bare repository
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256, as git prints them

@@ -29,7 +29,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from fleet.model import PRState, PullRequest, utc
+from fleet.core.model import PRState, PullRequest, utc
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.envelope import CaptureKind, Reading
 from fleet.runner.retry import RetryDecision

@@ -7,7 +7,7 @@ reads as eligible and every sweep launches it again without spending an attempt:
 on a box that is broken the same way each time. The unit's own process therefore records each such
 death as one JSON line in ``<state_dir>/launch-deaths.jsonl`` on its worker; the dispatcher's probe
 reads the file in its existing round trip (fleet.observe) and selection counts the deaths since the
-issue's last word like attempts (fleet.select, state ``dead-on-launch``).
+issue's last word like attempts (fleet.core.select, state ``dead-on-launch``).
 
 The file is the unit's recorded result, not a second queue (D1): it holds only what the board
 cannot, the count restarts at every marker, release or reopen on the issue (by time), and the
@@ -23,13 +23,13 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from fleet.exits import PRESTART_CAUSES
-from fleet.flock import exclusive
-from fleet.model import LaunchDeath, iso, parse_iso
+from fleet.core.exits import PRESTART_CAUSES
+from fleet.core.model import LaunchDeath, iso, parse_iso
+from fleet.lock.flock import exclusive
 
 DEATHS_FILE = "launch-deaths.jsonl"
 # The exits that mean "this launch died before its start marker", and each one's cause: in
-# fleet.exits beside the codes. 72 (the start marker could not be posted) is not one: the board
+# fleet.core.exits beside the codes. 72 (the start marker could not be posted) is not one: the board
 # itself is failing, which every sweep sees.
 PRESTART_EXITS = frozenset(PRESTART_CAUSES)
 # A line's "why" is the runner's one-line reason; a traceback's tail can be long, the file is read

@@ -28,14 +28,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
-from fleet.agent_credential import read_token
-from fleet.authority import sort_mentions
 from fleet.board.base import Board, BoardError
 from fleet.board.local import LocalBoard
-from fleet.exits import RunExit
+from fleet.core.agent_credential import read_token
+from fleet.core.authority import sort_mentions
+from fleet.core.exits import RunExit
+from fleet.core.markers import Kind, history, render
+from fleet.core.model import Comment, Issue, Mention, PullRequest, iso, unit_name
 from fleet.inventory import Inventory, WorkerConfig
-from fleet.markers import Kind, history, render
-from fleet.model import Comment, Issue, Mention, PullRequest, iso, unit_name
 from fleet.private import private_dir
 from fleet.runner import turns
 from fleet.runner.agent_env import agent_env
@@ -147,7 +147,7 @@ class Runner:
             "brief": brief_version(),
             "agent": self.worker.agent_kind.value,  # which adapter reads this run (docs/agents.md)
             # check 7, advisory: the CI baseline the dispatch saw (green/red/unknown); a failure
-            # of a run started on red spends no attempt (fleet.markers.history)
+            # of a run started on red spends no attempt (fleet.core.markers.history)
             "baseline": os.environ.get(BASELINE_ENV) or None,
         }
         try:

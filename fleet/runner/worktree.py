@@ -15,11 +15,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.flock import exclusive
+from fleet.core.origin import foreign, target_origins
+from fleet.core.sync import clone_lock_path
 from fleet.inventory import Inventory, WorkerConfig
-from fleet.origin import foreign, target_origins
+from fleet.lock.flock import exclusive
 from fleet.runner.interrupted import prune_interrupted
-from fleet.sync import clone_lock_path
 
 # Bounds one git step on a local clone; a fetch of a large repo is the slowest we run.
 GIT_TIMEOUT_S = 300
@@ -60,7 +60,7 @@ def _git(*args: str, cwd: Path | None = None) -> str:
 
 
 def _clone_lock(clone: Path) -> AbstractContextManager[None]:
-    """The same lock check 9's sync takes (fleet.sync): one git writer per clone at a time, so
+    """The same lock check 9's sync takes (fleet.core.sync): one git writer per clone at a time, so
     concurrent runs on one worker do not race ``fetch`` and ``worktree add`` on the clone."""
     return exclusive(Path(clone_lock_path(str(clone))))
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from fleet.markers import TERMINAL, Kind, Marker, WordKind, history
-from fleet.model import Issue, parse_iso, utc
+from fleet.core.markers import TERMINAL, Kind, Marker, WordKind, history
+from fleet.core.model import Issue, parse_iso, utc
 from fleet.timeline.trace_view import Band, Dark, Sweep, bands_of, darks_of, sweeps_of
 
 RUNNING = "running"  # a start with no terminal yet: in flight, or an orphan the reaper will reset

@@ -17,12 +17,12 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
-from fleet.model import parse_iso
+from fleet.core.model import parse_iso
 from fleet.timeline.layout import Scale, bar_span, buckets, pack, plot_width
 from fleet.timeline.model import RUNNING, Flag, Lane, Run, Timeline
 from fleet.timeline.trace_view import Band, Dark, Sweep
 
-# Every named outcome, in legend order, with its colour (terminal kinds of fleet.markers + running).
+# Every named outcome, in legend order, with its colour (terminal kinds of fleet.core.markers + running).
 COLOURS: dict[str, str] = {
     "success": "#2e9d4f",
     "pr-open": "#3b7dd8",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from fleet.model import parse_iso, utc
+from fleet.core.model import parse_iso, utc
 
 
 @dataclass(frozen=True)

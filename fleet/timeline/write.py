@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from fleet.board.base import Board
+from fleet.core.model import Issue, IssueState, parse_iso
 from fleet.inventory import Inventory
-from fleet.model import Issue, IssueState, parse_iso
 from fleet.timeline import browser
 from fleet.timeline.model import Timeline, WorkerRef, build
 from fleet.timeline.render import page, svg

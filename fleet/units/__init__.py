@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from fleet.model import issue_of, unit_name
+from fleet.core.model import issue_of, unit_name
 from fleet.units.base import (
     Claim,
     ClaimCode,

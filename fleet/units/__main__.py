@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fleet.model import issue_of, unit_name
+from fleet.core.model import issue_of, unit_name
 from fleet.units import procs
 from fleet.units.portable import START_EXITS
 from fleet.units.record import UnitRecord

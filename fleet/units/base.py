@@ -1,6 +1,6 @@
 """The Supervisor Protocol: one named, supervised unit per issue on a worker (D3, D4).
 
-A unit is named ``task-<issue>`` and nothing else (D4; ``fleet.model.unit_name``, the one place the
+A unit is named ``task-<issue>`` and nothing else (D4; ``fleet.core.model.unit_name``, the one place the
 name is built): the supervisor's own name registry is the
 lock that refuses a second run of the same issue on the same worker, in the kernel, with no window.
 Two backends implement the Protocol: systemd ``--user`` (``systemd.py``) and, where a worker has no
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from fleet.model import Unit
+from fleet.core.model import Unit
 
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

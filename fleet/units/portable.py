@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fleet.model import Unit, check_issue
+from fleet.core.model import Unit, check_issue
 from fleet.units.base import (
     Claim,
     ClaimCode,

@@ -2,7 +2,7 @@
 
 The worker side (``python -m fleet.units``) writes it to a name's state file and into its start
 handshake and probe answers; the dispatcher side (``portable.py``) reads it back into a ``Unit``.
-It must load on the worker with nothing but the standard library and ``fleet.model``.
+It must load on the worker with nothing but the standard library and ``fleet.core.model``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from fleet.model import Unit, parse_iso, unit_name
+from fleet.core.model import Unit, parse_iso, unit_name
 
 
 def _count(value: object) -> int | None:

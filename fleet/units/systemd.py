@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from fleet.model import Unit, check_issue, issue_of, unit_name
+from fleet.core.model import Unit, check_issue, issue_of, unit_name
 from fleet.units.base import (
     FINISHED_STATES,
     LIVE_STATES,

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import git
 
-from fleet.model import CIState, Comment, PullRequest
+from fleet.core.model import CIState, Comment, PullRequest
 
 # An identity for test commits, so a test never depends on the operator's git config.
 _AUTHOR = git.Actor("test agent", "agent@fleet.invalid")

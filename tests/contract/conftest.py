@@ -17,7 +17,7 @@ import pytest
 
 from fleet.board.base import Board
 from fleet.board.local import LocalBoard
-from fleet.model import CIState, Comment, PullRequest
+from fleet.core.model import CIState, Comment, PullRequest
 from tests.contract import Forge, push_branch
 from tests.github.backend import contract_backend
 

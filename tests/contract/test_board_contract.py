@@ -11,10 +11,10 @@ import itertools
 import pytest
 
 from fleet.board.base import Board, BoardPage, BoardWriteError
-from fleet.model import CIState, EventKind, IssueState, PRState, StateReason
+from fleet.core.model import CIState, EventKind, IssueState, PRState, StateReason
 from tests.contract import Forge
 
-FIXTURE = "fleet-fixture"  # fleet.model.Policy's default fixture label (predicate 9)
+FIXTURE = "fleet-fixture"  # fleet.core.model.Policy's default fixture label (predicate 9)
 
 
 def test_backend_satisfies_the_protocol(board: Board) -> None:

@@ -6,7 +6,7 @@ answers, every test here is skipped from one line of this file, so ``-ra`` shows
 
 The workers are started through pytest-docker (Compose v1: ``docker-compose``, setup ``up -d``: v1
 has no ``--wait``, and prints its usage and exits 0 on an unknown option), wrapped by
-:mod:`fleet.harness`, which checks the image before and the running containers after, reads the
+:mod:`fleet.testing.harness`, which checks the image before and the running containers after, reads the
 ports from ``docker port`` and writes the known_hosts. ``down`` runs whatever happened.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet import harness
+from fleet.testing import harness
 
 _WANTED_ENV = "FLEET_DOCKER"
 _ENGINE = pytest.StashKey[tuple[bool, str]]()

@@ -28,13 +28,13 @@ from typing import Any, TypeVar
 import paramiko
 from ruamel.yaml import YAML
 
-from fleet import harness
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
-from fleet.harness import Endpoint, HarnessInfo
+from fleet.core.markers import Kind, history
+from fleet.core.model import CIState, Issue
 from fleet.inventory import Inventory, WorkerConfig, load
-from fleet.markers import Kind, history
-from fleet.model import CIState, Issue
+from fleet.testing import harness
+from fleet.testing.harness import Endpoint, HarnessInfo
 
 T = TypeVar("T")
 

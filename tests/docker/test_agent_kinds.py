@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from fleet import harness
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
+from fleet.core.markers import Kind, history
+from fleet.core.model import CIState
+from fleet.core.select import select
 from fleet.inventory import load
-from fleet.markers import Kind, history
-from fleet.model import CIState
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
-from fleet.select import select
+from fleet.testing import harness
 
 pytestmark = pytest.mark.timeout(600)
 

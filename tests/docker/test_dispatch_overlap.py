@@ -28,17 +28,17 @@ import pytest
 
 from fleet.board import open_board
 from fleet.board.local import LocalBoard
-from fleet.cancel import cancel
 from fleet.context import FleetContext
-from fleet.exits import Exit
-from fleet.harness import HarnessInfo
+from fleet.control.cancel import cancel
+from fleet.core.exits import Exit
+from fleet.core.markers import TERMINAL, Kind, history, render
+from fleet.core.model import CIState, Issue
+from fleet.core.reap import COULD_NOT_CHECK, REAP
 from fleet.inventory import load
-from fleet.markers import TERMINAL, Kind, history, render
-from fleet.model import CIState, Issue
 from fleet.observe import probe_fleet
-from fleet.reap import COULD_NOT_CHECK, REAP
 from fleet.roles.reaper import reap
 from fleet.roles.sweeper import tick
+from fleet.testing.harness import HarnessInfo
 from tests.cancel_window import Window, cancel_board, dispatch_board
 
 pytestmark = pytest.mark.docker

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from fleet import harness
 from fleet.doctor.checks import Options, run
 from fleet.inventory import default_path
+from fleet.testing import harness
 from tests.docker.faults_support import docker
 
 

@@ -30,17 +30,17 @@ from pathlib import Path
 
 import pytest
 
-from fleet.closing import has_live_keyword
+from fleet.core.closing import has_live_keyword
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind, history
+from fleet.core.model import CapacitySource, parse_iso
+from fleet.core.select import select
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
-from fleet.harness import HarnessInfo
-from fleet.markers import Kind, history
-from fleet.model import CapacitySource, parse_iso
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
 from fleet.runner.brief import render_brief
-from fleet.select import select
-from fleet.status import render
+from fleet.testing.harness import HarnessInfo
+from fleet.views.status import render
 from tests.docker.faults_support import (
     FaultFleet,
     Leftovers,

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind
+from fleet.core.model import CapacitySource
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
-from fleet.harness import HarnessInfo
-from fleet.markers import Kind
-from fleet.model import CapacitySource
 from fleet.observe import snapshot
+from fleet.testing.harness import HarnessInfo
 from tests.docker.faults_support import (
     FaultFleet,
     Leftovers,

@@ -21,17 +21,17 @@ from pathlib import Path
 
 import pytest
 
+from fleet.core.markers import Kind, history
+from fleet.core.model import Issue
+from fleet.core.reap import COULD_NOT_CHECK, REAP
+from fleet.core.repair import who
+from fleet.core.select import LATCHED, RUNNING, select
 from fleet.dispatch import dispatch, runner_argv
-from fleet.harness import HarnessInfo
-from fleet.markers import Kind, history
-from fleet.model import Issue
 from fleet.observe import probe_worker, snapshot
-from fleet.reap import COULD_NOT_CHECK, REAP
-from fleet.repair import who
 from fleet.roles.reaper import reap
 from fleet.roles.repairer import repair
 from fleet.roles.sweeper import tick
-from fleet.select import LATCHED, RUNNING, select
+from fleet.testing.harness import HarnessInfo
 from tests.docker.faults_support import (
     REAPER_THRESHOLD_S,
     FaultFleet,

@@ -15,8 +15,9 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from fleet import harness, inventory
-from fleet.harness import Endpoint, HarnessInfo
+from fleet import inventory
+from fleet.testing import harness
+from fleet.testing.harness import Endpoint, HarnessInfo
 
 pytestmark = pytest.mark.docker
 

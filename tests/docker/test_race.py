@@ -44,16 +44,16 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from fleet import harness
 from fleet.board import open_board
 from fleet.board.base import Board
 from fleet.context import FleetContext
+from fleet.core.exits import Exit
+from fleet.core.model import CIState
 from fleet.dispatch import DispatchResult, dispatch
-from fleet.exits import Exit
-from fleet.harness import HarnessInfo
 from fleet.inventory import load
-from fleet.model import CIState
 from fleet.roles.sweeper import tick
+from fleet.testing import harness
+from fleet.testing.harness import HarnessInfo
 
 pytestmark = pytest.mark.docker
 
@@ -66,7 +66,7 @@ TARGETS: tuple[str | None, ...] = ("w1", "w2", "w3", "w4-alpha", "w4-beta", None
 # LOCK_TIMEOUT is not here: the default wait is 30 s and a loser waits behind at most seven holds of
 # one fleet probe each (~0.2-2 s), so a timeout would be a finding, not a loss.
 LOSER_CODES = {Exit.HELD_LIVE, Exit.HELD_OTHER_WORKER}
-LIVE_STATES = {"active", "activating", "reloading", "deactivating"}  # fleet.model.Unit.live
+LIVE_STATES = {"active", "activating", "reloading", "deactivating"}  # fleet.core.model.Unit.live
 
 # Bounds, each far above what a round costs here (~1-3 s), so a slow shared box passes and a wedge
 # fails with a message. A round is eight dispatches serialised by the lock (30 s wait each at most)

@@ -20,8 +20,8 @@ import pytest
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.model import Unit
 from fleet.inventory import WorkerConfig, load
-from fleet.model import Unit
 from fleet.units import ClaimCode, PortableSupervisor, Supervisor
 
 pytestmark = pytest.mark.timeout(300)

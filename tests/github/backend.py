@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from fleet.board.github import GitHubBoard
-from fleet.board.github_features import GITHUB_COM
-from fleet.model import CIState, Comment, PRState, PullRequest, parse_iso
+from fleet.board.github.features import GITHUB_COM
+from fleet.core.model import CIState, Comment, PRState, PullRequest, parse_iso
 from tests.github import shape
 from tests.github.replay import API, TOKEN, Replayer
 from tests.github.replay_state import FakePR, stamp

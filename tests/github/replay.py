@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 from graphql import DocumentNode, execute_sync, parse, validate
 
-from fleet.board.github_queries import query_cost
+from fleet.board.github.queries import query_cost
 from tests.github import replay_graphql, shape
 from tests.github.replay_state import FIXTURES, FakeIssue, FakePR, Thread, fixture, stamp
 
@@ -104,7 +104,7 @@ class Replayer:
 
     def open_pr(self, body: str, *, repository: str | None = None, created_at: datetime | None = None,
                 closes: list[int] | None = None) -> FakePR:  # fmt: skip
-        from fleet.closing import closing_refs
+        from fleet.core.closing import closing_refs
 
         repository = repository or self.full_name
         if closes is None:  # GitHub links what the body closes in *this* repository
@@ -437,7 +437,7 @@ def _validated(document: str, schema_path: Path = shape.SCHEMA_PATH) -> Document
 
 
 def _documents() -> dict[str, str]:
-    from fleet.board.github_queries import DOCUMENTS
+    from fleet.board.github.queries import DOCUMENTS
 
     return DOCUMENTS
 

@@ -16,17 +16,25 @@ from hypothesis import strategies as st
 
 from fleet.board.base import BoardError, BoardUnreadable, BoardWriteError
 from fleet.board.github import GitHubBoard
-from fleet.board.github_forge import ci_state
-from fleet.board.github_http import (
+from fleet.board.github.forge import ci_state
+from fleet.board.github.http import (
     ReadGraphQLErrors,
     ReadRateLimited,
     WriteRateLimited,
     graphql_url,
 )
-from fleet.board.github_parse import pull_request
+from fleet.board.github.parse import pull_request
+from fleet.core.markers import Kind, parse
+from fleet.core.model import (
+    CIState,
+    Comment,
+    EventKind,
+    IssueState,
+    PRState,
+    PullRequest,
+    StateReason,
+)
 from fleet.inventory import BoardConfig, GitHubConfig
-from fleet.markers import Kind, parse
-from fleet.model import CIState, Comment, EventKind, IssueState, PRState, PullRequest, StateReason
 from fleet.runner.closeout import decide_close_out
 from tests.github.backend import github_board
 from tests.github.replay import TOKEN, Replayer

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.board.github_forge import ci_state
-from fleet.model import CIState
+from fleet.board.github.forge import ci_state
+from fleet.core.model import CIState
 from tests.github.backend import github_board
 from tests.github.replay import Replayer
 

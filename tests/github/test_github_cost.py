@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.board.github_features import ServerFeatures
+from fleet.board.github.features import ServerFeatures
 from fleet.cmd.sched import status
 from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from fleet.board.github import GitHubBoard
-from fleet.board.github_features import GITHUB_COM, ServerFeatures
-from fleet.board.github_queries import OLDER_SERVER_DOCUMENTS
+from fleet.board.github.features import GITHUB_COM, ServerFeatures
+from fleet.board.github.queries import OLDER_SERVER_DOCUMENTS
 from tests.github import shape
 from tests.github.backend import github_board
 from tests.github.replay import Replayer
@@ -46,7 +46,7 @@ def test_today_the_full_documents_fail_on_the_older_schema() -> None:
     """Why the detection exists: the documents sent to GitHub.com are invalid there."""
     from graphql import parse, validate
 
-    from fleet.board.github_queries import DOCUMENTS
+    from fleet.board.github.queries import DOCUMENTS
 
     older = shape.schema(shape.OLDER_SCHEMA_PATH)
     assert validate(older, parse(DOCUMENTS["BOARD_PAGE"])) != []

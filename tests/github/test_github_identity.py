@@ -10,8 +10,8 @@ from invoke.exceptions import Exit as InvokeExit
 
 from fleet.board.base import IdentityMismatch
 from fleet.cmd.hygiene import reap_cmd
-from fleet.exits import Exit, RunExit
-from fleet.markers import Kind, history, render
+from fleet.core.exits import Exit, RunExit
+from fleet.core.markers import Kind, history, render
 from fleet.runner import __main__ as runner_main
 from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer

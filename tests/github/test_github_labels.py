@@ -11,7 +11,7 @@ from invoke.exceptions import Exit as InvokeExit
 
 from fleet.board.base import LabelsDropped
 from fleet.cmd import board as board_cmd
-from fleet.exits import Exit
+from fleet.core.exits import Exit
 from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer
 

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleet.board.base import BoardUnreadable
-from fleet.board.github_partial import BOARD_ITEMS, reason_of, split
-from fleet.unseen import counts
+from fleet.board.github.partial import BOARD_ITEMS, reason_of, split
+from fleet.board.unseen import counts
 from tests.github.backend import github_board
 from tests.github.replay import Replayer
 

@@ -13,7 +13,7 @@ from graphql import parse, validate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.board import github_queries as q
+from fleet.board.github import queries as q
 from tests.github import shape
 from tests.github.replay import FIXTURES
 

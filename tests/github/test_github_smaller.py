@@ -67,7 +67,7 @@ def test_a_merged_pr_of_another_repository_that_closed_the_issue_is_a_success() 
     latch. A cross-repo merge GitHub did not close the issue by stays a tombstone risk (D6)."""
     from datetime import timedelta
 
-    from fleet.markers import Kind
+    from fleet.core.markers import Kind
     from tests.github.test_github_board import _close_out
 
     state = Replayer()

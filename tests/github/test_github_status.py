@@ -39,8 +39,8 @@ def test_status_and_cost_name_the_items_the_token_cannot_read(
 def test_each_sweep_records_how_many_items_it_could_not_see(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fleet import cost
     from fleet.cmd.sched import schedule
+    from fleet.core import cost
     from fleet.inventory import load
     from fleet.trace import read_trace
 

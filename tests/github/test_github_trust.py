@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.authority import sort_mentions
 from fleet.board.github import MAX_COMMENT_PAGES, GitHubBoard
-from fleet.board.github_queries import MAX_PAGE
-from fleet.markers import Kind, history, render
-from fleet.model import EventKind, Policy, Snapshot
-from fleet.select import select
-from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust
+from fleet.board.github.queries import MAX_PAGE
+from fleet.core.authority import sort_mentions
+from fleet.core.markers import Kind, history, render
+from fleet.core.model import EventKind, Policy, Snapshot
+from fleet.core.select import select
+from fleet.core.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust
 from tests.builders import NOW, worker
 from tests.github.backend import github_board
 from tests.github.replay import Replayer
@@ -143,8 +143,8 @@ def test_an_issue_past_the_paging_bound_alone_is_unreadable(
 def test_only_trusted_mentions_survive_the_filter_on_the_boards_own_selection(
     state: Replayer, board: GitHubBoard
 ) -> None:
-    """The board selects mentions from the issue's comments (fleet.mentions); the runner's step 6
-    keeps only trusted authors' (fleet.authority.sort_mentions) — each association GitHub records."""
+    """The board selects mentions from the issue's comments (fleet.core.mentions); the runner's step 6
+    keeps only trusted authors' (fleet.core.authority.sort_mentions) — each association GitHub records."""
     n = board.create_issue("talk")
     ids = {
         a: state.human_comment(n, f"u-{a.lower()}", f"@fleet-bot from {a}", a) for a in ASSOCIATIONS

@@ -12,9 +12,9 @@ from pathlib import Path
 import git
 import pytest
 
-from fleet.exits import Exit, RunExit
-from fleet.markers import Kind
-from fleet.model import IssueState
+from fleet.core.exits import Exit, RunExit
+from fleet.core.markers import Kind
+from fleet.core.model import IssueState
 from tests.contract import push_branch
 from tests.integration.test_dispatch import refuses
 from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from fleet.core.exits import Exit, RunExit
+from fleet.core.markers import Kind, history
+from fleet.core.select import CAPACITY_LOOP, select
 from fleet.dispatch import Request, dispatch_batch
-from fleet.exits import Exit, RunExit
-from fleet.markers import Kind, history
 from fleet.observe import snapshot
 from fleet.runner.capacity import capacity_path, read_capacity
-from fleet.select import CAPACITY_LOOP, select
 from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker
 
 pytestmark = pytest.mark.timeout(300)

@@ -15,23 +15,23 @@ from pathlib import Path
 
 import pytest
 
-from fleet.announce import NO_RESET_BOUND_S, StallKind
 from fleet.board import open_board
 from fleet.board.base import Board
 from fleet.board.local import LocalBoard
-from fleet.closing import has_live_keyword
 from fleet.cmd.announce import announce_cmd
 from fleet.context import FleetContext
-from fleet.exits import Exit
+from fleet.control.switches import PAUSE, flag_path, remove_switch, write_halt_file, write_switch
+from fleet.core.announce import NO_RESET_BOUND_S, StallKind
+from fleet.core.closing import has_live_keyword
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind, render
+from fleet.core.model import Capacity, CapacitySource, CIState, Issue, Status
+from fleet.core.select import HELD
 from fleet.inventory import load
-from fleet.markers import Kind, render
-from fleet.model import Capacity, CapacitySource, CIState, Issue, Status
 from fleet.observe import snapshot
 from fleet.roles.announcer import AnnounceReport, announce
 from fleet.roles.sweeper import tick
 from fleet.runner.capacity import capacity_path, write_capacity
-from fleet.select import HELD
-from fleet.switches import PAUSE, flag_path, remove_switch, write_halt_file, write_switch
 from fleet.trace import read_trace
 from tests.integration.conftest import closed_port
 from tests.integration.test_dispatch import Fleet, all_comments, write_fleet_inventory

@@ -14,11 +14,11 @@ import threading
 
 import pytest
 
-from fleet.cancel import CancelReport, cancel
 from fleet.context import FleetContext
+from fleet.control.cancel import CancelReport, cancel
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind
 from fleet.dispatch import DispatchResult, dispatch
-from fleet.exits import Exit
-from fleet.markers import Kind
 from fleet.observe import probe_fleet
 from fleet.roles.sweeper import tick
 from tests.cancel_window import WAIT_S, Window, cancel_board, dispatch_board

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from fleet.canary import CANARY_PERIOD_S
+from fleet.core.canary import CANARY_PERIOD_S
+from fleet.core.exits import Exit, RunExit
+from fleet.core.markers import Kind
+from fleet.core.model import Capacity, CapacitySource
 from fleet.dispatch import Request, dispatch, dispatch_batch
-from fleet.exits import Exit, RunExit
-from fleet.markers import Kind
-from fleet.model import Capacity, CapacitySource
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.capacity import capacity_path, read_capacity, write_capacity
 from tests.integration.test_dispatch import POLL_S, RUN_DEADLINE_S

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from invoke import Program
 
-from fleet.cli import program as fleet_program
+from fleet.cmd.cli import program as fleet_program
 from fleet.cmd.collection import ns
 from fleet.cmd.taskguard import asks_help, takes_json
-from fleet.exits import Exit
+from fleet.core.exits import Exit
 from tests.integration.test_dispatch import Fleet, make_fleet
 
 pytestmark = pytest.mark.timeout(300)

@@ -23,14 +23,14 @@ import pytest
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind, history
+from fleet.core.model import CIState
+from fleet.core.select import LATCHED, select
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
 from fleet.inventory import load
-from fleet.markers import Kind, history
-from fleet.model import CIState
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
-from fleet.select import LATCHED, select
 from fleet.units import procs
 from tests.integration.test_dispatch import (
     Fleet,
@@ -73,7 +73,7 @@ def _stop_all(f: Fleet) -> None:
 
 def fleet_cli(f: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
     """The production CLI in its own process: ``fleet ARGS --inventory F``."""
-    code = "import sys; from fleet.cli import program; program.run(['fleet', *sys.argv[1:]])"
+    code = "import sys; from fleet.cmd.cli import program; program.run(['fleet', *sys.argv[1:]])"
     return subprocess.run(
         [sys.executable, "-c", code, *args, "--inventory", str(f.inventory_path)],
         capture_output=True,

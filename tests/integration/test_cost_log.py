@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet import cost
 from fleet.cmd.sched import status
+from fleet.core import cost
 from fleet.roles.sweeper import tick
 from fleet.trace import read_trace
 from tests.integration.test_dispatch import Fleet

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from fleet.agentkinds import AgentKind, AgentReport
-from fleet.model import CapacitySource, IssueState, PRState
+from fleet.core.model import CapacitySource, IssueState, PRState
 from fleet.runner.brief import read_results
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.closeout import decide_close_out

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from fleet.cmd.common import context
+from fleet.core.select import select
 from fleet.demo import AGENTS, SAMPLES, run_demo
 from fleet.observe import snapshot
-from fleet.select import select
 
 pytestmark = pytest.mark.timeout(400)
 

@@ -19,13 +19,13 @@ import pytest
 from fleet.board import open_board
 from fleet.board.base import Board
 from fleet.context import FleetContext
+from fleet.control.switches import write_halt_file
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind, history
+from fleet.core.model import Capacity, CapacitySource, CIState, Issue
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
 from fleet.inventory import Inventory, load
-from fleet.markers import Kind, history
-from fleet.model import Capacity, CapacitySource, CIState, Issue
 from fleet.runner.capacity import capacity_path, write_capacity
-from fleet.switches import write_halt_file
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind
 from fleet.dispatch import Request, dispatch, dispatch_batch
-from fleet.exits import Exit
-from fleet.markers import Kind
 from fleet.roles.sweeper import tick
 from tests.integration.test_dispatch import Fleet, has_marker, make_fleet, wait_for
 

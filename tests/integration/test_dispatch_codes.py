@@ -12,10 +12,10 @@ import pytest
 from fleet.board import open_board
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
+from fleet.core.exits import Exit
+from fleet.core.model import CapacitySource, CIState
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
 from fleet.inventory import load
-from fleet.model import CapacitySource, CIState
 from fleet.runner.capacity import Capacity, capacity_path, write_capacity
 from tests.integration.conftest import closed_port
 from tests.integration.test_dispatch import Fleet, refuses, write_fleet_inventory

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.exits import Exit
+from fleet.core.model import CIState
 from fleet.dispatch import dispatch, fleet_lock
-from fleet.exits import Exit
 from fleet.inventory import WorkerConfig, load
 from fleet.lock import RemoteFleetLock
-from fleet.model import CIState
 from fleet.transport import LocalTransport, Transport
 from tests.integration.test_dispatch import write_fleet_inventory
 

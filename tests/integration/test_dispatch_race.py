@@ -18,8 +18,8 @@ import pytest
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.exits import Exit
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
 from fleet.inventory import load
 from tests.integration.test_dispatch import Fleet, make_fleet
 

@@ -11,10 +11,10 @@ import pytest
 from invoke.exceptions import Exit as InvokeExit
 
 from fleet.cmd.doctor import doctor
+from fleet.core.exits import Exit
+from fleet.core.model import IssueState
 from fleet.doctor.checks import Options, run
-from fleet.exits import Exit
 from fleet.inventory import default_path
-from fleet.model import IssueState
 from tests.integration.conftest import closed_port
 from tests.integration.test_dispatch import make_fleet
 

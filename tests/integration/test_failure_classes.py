@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from fleet import engine
 from fleet.board import open_board
 from fleet.context import FleetContext
-from fleet.exits import Exit
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind
+from fleet.core.model import CIState
 from fleet.inventory import load
 from fleet.lock import FleetLock
-from fleet.markers import Kind
-from fleet.model import CIState
+from fleet.roles import engine
 from fleet.roles.sweeper import tick
 from fleet.trace import read_trace
 from tests.integration.test_dispatch import (

@@ -25,13 +25,13 @@ import pytest
 
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
+from fleet.control.switches import write_halt_file
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind
+from fleet.core.model import CapacitySource
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
 from fleet.lock import FleetLock
-from fleet.markers import Kind
-from fleet.model import CapacitySource
 from fleet.runner.capacity import Capacity, capacity_path, write_capacity
-from fleet.switches import write_halt_file
 from tests.integration.test_dispatch import Fleet, has_marker, kinds, make_fleet, wait_for
 from tests.integration.test_dispatch_codes import _fleet_from, _ghost
 

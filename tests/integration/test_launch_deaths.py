@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from fleet.exits import RunExit
+from fleet.core.exits import RunExit
+from fleet.core.select import DEAD_ON_LAUNCH, select
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
 from fleet.runner.prestart import deaths_path
-from fleet.select import DEAD_ON_LAUNCH, select
-from fleet.status import as_json
+from fleet.views.status import as_json
 from tests.integration.test_dispatch import POLL_S, RUN_DEADLINE_S
 from tests.integration.test_runner_steps import fleet_at, markers, wait_for_unit_result, worker
 

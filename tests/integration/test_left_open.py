@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from fleet.agents.demo import GO_LABEL
+from fleet.core.markers import Kind, history, is_tombstone
+from fleet.core.select import select
 from fleet.dispatch import dispatch
-from fleet.markers import Kind, history, is_tombstone
 from fleet.observe import snapshot
-from fleet.select import select
 from tests.integration.test_dispatch import Fleet, has_marker, kinds, wait_for
 
 pytestmark = pytest.mark.timeout(120)

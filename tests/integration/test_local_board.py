@@ -10,9 +10,9 @@ import git
 import pytest
 
 from fleet.board.base import BoardUnreadable, BoardWriteError
-from fleet.board.forge import FORGE_NAME, MergeConflict
 from fleet.board.local import LocalBoard
-from fleet.model import CIState, EventKind, IssueState, PRState, StateReason, Status
+from fleet.board.local.forge import FORGE_NAME, MergeConflict
+from fleet.core.model import CIState, EventKind, IssueState, PRState, StateReason, Status
 from tests.contract import push_branch
 
 

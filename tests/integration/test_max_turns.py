@@ -11,10 +11,10 @@ import pytest
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.markers import Kind, history
+from fleet.core.model import CIState
 from fleet.dispatch import dispatch
 from fleet.inventory import InventoryError, load, loads
-from fleet.markers import Kind, history
-from fleet.model import CIState
 from fleet.runner.turns import runner_bound
 from tests.integration.test_dispatch import Fleet, has_marker, wait_for, write_fleet_inventory
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from fleet.context import FleetContext
+from fleet.core.markers import Kind
+from fleet.core.model import Reach
 from fleet.dispatch import dispatch
 from fleet.inventory import WorkerConfig, loads
-from fleet.markers import Kind
-from fleet.model import Reach
 from fleet.observe import (
     probe_command,
     probe_fleet,

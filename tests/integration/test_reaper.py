@@ -18,16 +18,16 @@ import pytest
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind, history, render
+from fleet.core.reap import COULD_NOT_CHECK, LIVE, REAP, TOO_YOUNG
+from fleet.core.select import select
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
 from fleet.inventory import load
-from fleet.markers import Kind, history, render
 from fleet.observe import snapshot
-from fleet.reap import COULD_NOT_CHECK, LIVE, REAP, TOO_YOUNG
-from fleet.replay import replay_file
 from fleet.roles.reaper import ReapReport, reap
-from fleet.select import select
 from fleet.trace import read_trace
+from fleet.trace.replay import replay_file
 from tests.integration.test_dispatch import (
     Fleet,
     all_comments,

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind, history
+from fleet.core.model import Unit
+from fleet.core.select import RUNNING, select
+from fleet.core.sync import parse_sync, sync_command
 from fleet.dispatch import new_run_id, runner_argv
-from fleet.exits import Exit
-from fleet.markers import Kind, history
-from fleet.model import Unit
 from fleet.observe import snapshot
-from fleet.replay import replay_file
 from fleet.roles.repairer import repair
-from fleet.select import RUNNING, select
-from fleet.sync import parse_sync, sync_command
+from fleet.trace.replay import replay_file
 from fleet.units import procs
 from tests.integration.test_dispatch import Fleet, kinds, make_fleet, wait_for
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet.exits import Exit
-from fleet.replay import replay_file
+from fleet.core.exits import Exit
 from fleet.roles.sweeper import tick
 from fleet.trace import TraceError
+from fleet.trace.replay import replay_file
 from tests.integration.test_dispatch import Fleet, make_fleet
 
 pytestmark = pytest.mark.timeout(120)

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fleet.context import FleetContext
-from fleet.markers import Kind, render
+from fleet.control.switches import PAUSE, flag_path, halt_path, remove_switch, write_switch
+from fleet.core.markers import Kind, render
 from fleet.roles.announcer import announce
 from fleet.roles.reaper import reap
-from fleet.switches import PAUSE, flag_path, halt_path, remove_switch, write_switch
 from tests.integration.test_dispatch import Fleet, all_comments, kinds
 
 pytestmark = pytest.mark.timeout(120)
@@ -60,7 +60,7 @@ def test_announce_is_held_by_a_pause(fleet: Fleet) -> None:
 
 def test_setting_drain_again_without_a_reason_keeps_who_and_why(fleet: Fleet) -> None:
     from fleet.cmd.control import set_flag
-    from fleet.switches import DRAIN, read_switch
+    from fleet.control.switches import DRAIN, read_switch
 
     inv = str(fleet.inventory_path)
     set_flag(inv, DRAIN, "kernel upgrade", "ops")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from fleet.board.base import Board, BoardUnreadable
-from fleet.exits import RunExit
-from fleet.markers import Kind
-from fleet.model import Issue
+from fleet.core.exits import RunExit
+from fleet.core.markers import Kind
+from fleet.core.model import Issue
 from fleet.runner.run import Runner
 from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker
 

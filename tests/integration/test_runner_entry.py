@@ -12,10 +12,10 @@ import pytest
 
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.exits import RunExit
+from fleet.core.markers import Kind
 from fleet.dispatch import dispatch
-from fleet.exits import RunExit
 from fleet.inventory import load
-from fleet.markers import Kind
 from tests.integration.test_dispatch import has_marker, make_fleet, wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from fleet.core.markers import Kind, history
 from fleet.dispatch import dispatch
-from fleet.markers import Kind, history
 from tests.integration.test_dispatch import Fleet, has_marker, kinds, wait_for
 
 pytestmark = pytest.mark.timeout(90)

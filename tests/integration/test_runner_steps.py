@@ -36,14 +36,14 @@ import pytest
 import fleet
 from fleet.board import open_board
 from fleet.context import FleetContext
+from fleet.core.exits import Exit, RunExit
+from fleet.core.markers import Kind, history
+from fleet.core.model import CIState
+from fleet.core.sync import clone_lock_path
 from fleet.dispatch import dispatch
-from fleet.exits import Exit, RunExit
 from fleet.inventory import WorkerConfig, load
-from fleet.markers import Kind, history
-from fleet.model import CIState
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.brief import brief_version
-from fleet.sync import clone_lock_path
 from fleet.units import portable
 from tests.integration.test_dispatch import (
     POLL_S,
@@ -191,7 +191,7 @@ class RunnerRemote:
 
 @contextlib.contextmanager
 def holding(lock: Path) -> Iterator[None]:
-    """Hold the flock that fleet.sync's script takes before it touches a clone."""
+    """Hold the flock that fleet.core.sync's script takes before it touches a clone."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet.markers import Kind
+from fleet.core.markers import Kind
+from fleet.core.sync import parse_sync, sync_command
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.interrupted import interrupted_entries
-from fleet.sync import parse_sync, sync_command
 from tests.integration.test_dispatch import POLL_S, RUN_DEADLINE_S
 from tests.integration.test_runner_steps import fleet_at, git, markers, run_runner, worker
 

@@ -11,12 +11,12 @@ import pytest
 
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
+from fleet.control.switches import DRAIN, PAUSE, flag_path, write_halt_file, write_switch
+from fleet.core.exits import Exit
+from fleet.core.markers import Kind
+from fleet.core.model import CIState
 from fleet.dispatch import dispatch
-from fleet.exits import Exit
-from fleet.markers import Kind
-from fleet.model import CIState
 from fleet.roles.sweeper import DRY_RUN_HEARTBEAT, HEARTBEAT, tick
-from fleet.switches import DRAIN, PAUSE, flag_path, write_halt_file, write_switch
 from fleet.trace import read_trace
 from tests.integration.test_dispatch import Fleet, all_comments, has_marker, wait_for
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fleet.core.sync import SyncState, parse_sync, sync_command
 from fleet.runner.__main__ import sync_self
-from fleet.sync import SyncState, parse_sync, sync_command
 
 
 def _sh(cmd: str, **kw: object) -> subprocess.CompletedProcess[str]:

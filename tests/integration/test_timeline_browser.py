@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from fleet.markers import Kind
+from fleet.core.markers import Kind
 from fleet.timeline import browser
 from fleet.timeline.model import WorkerRef, build
 from fleet.timeline.render import COLOURS

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from fleet.cmd.testdeps import SSH_TESTS_ENV, SSH_TOOLS, SSHD
+from fleet.core.model import Reach
 from fleet.lock import LockTimeout, RemoteFleetLock
-from fleet.model import Reach
 from fleet.transport import (
     CommandTimeout,
     RunResult,

@@ -14,14 +14,14 @@ import pytest
 
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
+from fleet.core.exits import Exit, RunExit
+from fleet.core.markers import Kind, history, render
+from fleet.core.model import Snapshot
+from fleet.core.select import select
 from fleet.dispatch import Request, dispatch_batch
-from fleet.exits import Exit, RunExit
 from fleet.inventory import load
-from fleet.markers import Kind, history, render
-from fleet.model import Snapshot
 from fleet.roles.announcer import announce
 from fleet.roles.sweeper import tick
-from fleet.select import select
 from tests.builders import worker
 from tests.integration.test_dispatch import (
     Fleet,

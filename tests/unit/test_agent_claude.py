@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fleet.agentkinds import ADAPTERS, AgentKind, ErrorClass
-from fleet.markers import Kind
-from fleet.model import CapacitySource, PRState, PullRequest
+from fleet.core.markers import Kind
+from fleet.core.model import CapacitySource, PRState, PullRequest
 from fleet.runner.closeout import decide_close_out
 from fleet.runner.outcome import Outcome
 

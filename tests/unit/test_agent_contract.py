@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from fleet.agentkinds import ADAPTERS, AgentKind, AgentReport, ErrorClass, detect_kind
 from fleet.agentkinds import with_turn_flags as with_turns
 from fleet.agentkinds.report import MAX_RESET
-from fleet.model import CapacitySource
+from fleet.core.model import CapacitySource
 from fleet.runner.envelope import CaptureKind
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"

@@ -1,10 +1,10 @@
-"""The agent's credential is never the fleet's (fleet.agent_credential): the doctor's decision."""
+"""The agent's credential is never the fleet's (fleet.core.agent_credential): the doctor's decision."""
 
 from __future__ import annotations
 
 import pytest
 
-from fleet.agent_credential import agent_credential_verdict
+from fleet.core.agent_credential import agent_credential_verdict
 
 CASES = [
     ("ghp_fleet", "ghp_fleet", None, False, "same-token"),

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.board.base import BoardWriteError
-from fleet.model import PRState, PullRequest
+from fleet.core.model import PRState, PullRequest
 from fleet.runner.agent_env import agent_env
 from fleet.runner.forge_gate import ForgeGate
 from fleet.runner.merge_proof import Facts, claimed, unproven_merges, why_unproven

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.announce import (
+from fleet.core.announce import (
     NO_RESET_BOUND_S,
     PARKED_OVERDUE_PERIODS,
     Assessment,
@@ -29,10 +29,9 @@ from fleet.announce import (
     stalls,
     title_for,
 )
-from fleet.closing import has_live_keyword
-from fleet.inventory import loads
-from fleet.markers import Kind
-from fleet.model import (
+from fleet.core.closing import has_live_keyword
+from fleet.core.markers import Kind
+from fleet.core.model import (
     Capacity,
     CapacitySource,
     Comment,
@@ -44,7 +43,8 @@ from fleet.model import (
     WorkerView,
     iso,
 )
-from fleet.select import HELD, select
+from fleet.core.select import HELD, select
+from fleet.inventory import loads
 from tests.builders import (
     CLOSING_TEXT,
     HUMAN,
@@ -70,7 +70,7 @@ def ago(seconds: float) -> datetime:
 
 
 def beat(age_s: float = 60, outcome: str = "idle") -> dict[str, Any]:
-    """A heartbeat as fleet.status.read_heartbeat returns it, written ``age_s`` before NOW."""
+    """A heartbeat as fleet.views.status.read_heartbeat returns it, written ``age_s`` before NOW."""
     return {"at": iso(ago(age_s)), "outcome": outcome}
 
 
@@ -142,7 +142,7 @@ def test_a_start_past_the_threshold_on_an_unreachable_worker_is_announced() -> N
 
 def test_a_start_the_reaper_cannot_check_for_another_workers_silence_is_announced() -> None:
     # The start names an unknown worker while w2 did not answer: it could be on w2, so the reaper
-    # will not reap it (fleet.reap), and nobody is coming.
+    # will not reap it (fleet.core.reap), and nobody is coming.
     a = judge(issue(1, timeline=[start("gone")]), workers=[worker("w1"), unreachable("w2")])
     (s,) = a.stalls
     assert (s.kind, s.worker) == (StallKind.START_UNCHECKED, None)
@@ -468,8 +468,8 @@ def boards(draw: st.DrawFn) -> tuple[Snapshot, dict[str, Any] | None]:
 
 
 def _mechanism_holds(i: Issue, snap: Snapshot) -> bool:
-    """The never-announce list, restated independently of fleet.announce."""
-    from fleet.markers import history, parked_until
+    """The never-announce list, restated independently of fleet.core.announce."""
+    from fleet.core.markers import history, parked_until
 
     h = history(i, snap.policy.identity)
     due = parked_until(h)

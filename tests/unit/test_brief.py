@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.closing import has_live_keyword
-from fleet.model import Mention
+from fleet.core.closing import has_live_keyword
+from fleet.core.model import Mention
 from fleet.runner.brief import (
     PLACEHOLDERS,
     BriefError,

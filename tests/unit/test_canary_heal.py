@@ -15,16 +15,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleet.agentkinds import ADAPTERS, AgentKind
-from fleet.canary import CANARY_PERIOD_S, canary_due, canary_open
-from fleet.markers import Kind, parse
-from fleet.model import Capacity, CapacitySource, Comment, Unit
+from fleet.control.switches import Switches
+from fleet.core.canary import CANARY_PERIOD_S, canary_due, canary_open
+from fleet.core.markers import Kind, parse
+from fleet.core.model import Capacity, CapacitySource, Comment, Unit
+from fleet.core.select import select
 from fleet.runner.capacity import describe, read_capacity, write_capacity
 from fleet.runner.closeout import decide_close_out
 from fleet.runner.heal import Heal, heal, heal_decision, stamp_canary
 from fleet.runner.outcome import Outcome
-from fleet.select import select
-from fleet.status import as_json, render
-from fleet.switches import Switches
+from fleet.views.status import as_json, render
 from tests.builders import NOW, issue, snapshot, worker
 
 T = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

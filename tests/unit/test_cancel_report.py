@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.cancel import CancelReport, Stopped, outcome_code
-from fleet.exits import Exit
+from fleet.control.cancel import CancelReport, Stopped, outcome_code
+from fleet.core.exits import Exit
 
 OK = Stopped("w1", "agent", True, "task-7 stopped (pid 1)")
 STUCK = Stopped("w2", "", False, "still held after SIGKILL")

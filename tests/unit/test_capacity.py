@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.model import Capacity, CapacitySource
+from fleet.core.model import Capacity, CapacitySource
 from fleet.runner.capacity import (
     LimitSignal,
     capacity_path,

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fleet.exits import RunExit
-from fleet.markers import Kind, parse
-from fleet.model import Comment, PRState, PullRequest
+from fleet.core.exits import RunExit
+from fleet.core.markers import Kind, parse
+from fleet.core.model import Comment, PRState, PullRequest
 from fleet.runner.closeout import KINDS, decide_close_out
 from fleet.runner.outcome import Outcome
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.closing import (
+from fleet.core.closing import (
     MAX_ISSUE_NUMBER,
     ClosingRef,
     closes,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fleet.codec import CodecError, decode, decode_plan, decode_snapshot
-from fleet.model import Issue, IssueState, Plan, Snapshot, Status, Unit
-from fleet.select import select
+from fleet.core.model import Issue, IssueState, Plan, Snapshot, Status, Unit
+from fleet.core.select import select
 from fleet.trace import Trace, TraceError, iter_trace, read_trace, to_jsonable
+from fleet.trace.codec import CodecError, decode, decode_plan, decode_snapshot
 from tests.builders import issue, snapshot, worker
 from tests.strategies import PLANS, SNAPSHOTS, boards
 

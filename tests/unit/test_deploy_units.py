@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fleet.cmd.collection import ns
-from fleet.model import Policy
+from fleet.core.model import Policy
 
 UNITS = Path(__file__).resolve().parents[2] / "deploy" / "systemd"
 ROLES = {"fleet-sweeper": "schedule", "fleet-reaper": "reap", "fleet-announcer": "announce"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.engine import (
+from fleet.roles.engine import (
     RETRY_BACKOFFS_S,
     Escalation,
     Failure,

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.control import wait_idle
-from fleet.idle import IdleVerdict, InFlight, LiveUnit, idle
-from fleet.markers import TERMINAL, Kind
-from fleet.model import Comment, Event, Reach
+from fleet.control.drain import wait_idle
+from fleet.core.idle import IdleVerdict, InFlight, LiveUnit, idle
+from fleet.core.markers import TERMINAL, Kind
+from fleet.core.model import Comment, Event, Reach
 from tests.builders import NOW, issue, marker, release, reopen, snapshot, unit, worker
 
 DUE = {"due": "2025-01-01T00:10:00+00:00"}

@@ -6,7 +6,7 @@ generated snapshots (tests/strategies.py builds them with tests/builders.py).
 - A plan speaks only of the snapshot: every issue number in it is one of the snapshot's open issues.
 - A plan is a function of the snapshot: the same snapshot (or an equal one decoded from a trace, or
   one whose probe listed the workers in another order) gives an equal plan.
-- The capacity rule. fleet/select.py has no concurrency cap (D13): a worker with runs going is as
+- The capacity rule. fleet/core/select.py has no concurrency cap (D13): a worker with runs going is as
   eligible as an idle one, so there are no "free slots" to overrun. What holds instead: how busy the
   fleet is changes *where* work goes, never *whether* it goes; work goes only to healthy workers;
   and the tie-break spreads it — a dispatch never lands on a worker while another healthy candidate
@@ -22,10 +22,10 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleet.codec import decode_snapshot
-from fleet.model import Snapshot, Unit, Waiting
-from fleet.select import healthy, live_load, select
+from fleet.core.model import Snapshot, Unit, Waiting
+from fleet.core.select import healthy, live_load, select
 from fleet.trace import to_jsonable
+from fleet.trace.codec import decode_snapshot
 from tests.strategies import boards
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

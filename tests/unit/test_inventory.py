@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleet import inventory
+from fleet.core.model import Policy
 from fleet.inventory import InventoryError, add_worker, default_path, load, loads
-from fleet.model import Policy
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "inventory.yaml"
@@ -50,7 +50,7 @@ def test_committed_inventory_is_the_embedded_default() -> None:
         ("local-2", "local"),
         ("local-3", "local"),
     ]
-    assert inv.policy == Policy()  # the file repeats fleet.model's defaults, nothing else
+    assert inv.policy == Policy()  # the file repeats fleet.core.model's defaults, nothing else
 
 
 def test_committed_defaults_live_under_a_git_ignored_directory() -> None:

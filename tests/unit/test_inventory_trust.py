@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from fleet.core.trust import DEFAULT_ASSOCIATIONS
 from fleet.inventory import InventoryError, loads
-from fleet.trust import DEFAULT_ASSOCIATIONS
 
 WORKERS = "workers: [{name: w1}]\n"
 GITHUB = "board: {kind: github, owner: o, repo: r, project_number: 1, identity: fleet-bot}\n"

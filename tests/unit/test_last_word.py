@@ -1,4 +1,4 @@
-"""``fleet.last_word.latched_since``: the last word re-read under the fleet lock (the cancel window)."""
+"""``fleet.core.last_word.latched_since``: the last word re-read under the fleet lock (the cancel window)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleet.last_word import latched_since
-from fleet.markers import LATCHING, Kind
+from fleet.core.last_word import latched_since
+from fleet.core.markers import LATCHING, Kind
 from tests.builders import FLEET, issue, marker
 
 START, STOPPED = marker(Kind.START, {"run": "r1"}), marker(Kind.STOPPED, {"run": "r1"})

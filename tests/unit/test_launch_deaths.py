@@ -11,15 +11,15 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleet.announce import StallKind, assess, report_for, title_for
-from fleet.closing import has_live_keyword
+from fleet.core.announce import StallKind, assess, report_for, title_for
+from fleet.core.closing import has_live_keyword
+from fleet.core.markers import Kind
+from fleet.core.model import LaunchDeath, iso
+from fleet.core.select import DEAD_ON_LAUNCH, EXHAUSTED, select
 from fleet.inventory import WorkerConfig
-from fleet.markers import Kind
-from fleet.model import LaunchDeath, iso
 from fleet.observe import probe_command, split_deaths, split_probe
 from fleet.runner.prestart import deaths_path, forget_issue, parse_deaths, record_death
-from fleet.select import DEAD_ON_LAUNCH, EXHAUSTED, select
-from fleet.status import as_json
+from fleet.views.status import as_json
 from tests.builders import NOW, issue, marker, release, snapshot, worker
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.closing import has_live_keyword
-from fleet.markers import (
+from fleet.core.closing import has_live_keyword
+from fleet.core.markers import (
     GLYPHS,
     LATCHING,
     TERMINAL,
@@ -25,7 +25,7 @@ from fleet.markers import (
     parse,
     render,
 )
-from fleet.model import Comment, iso
+from fleet.core.model import Comment, iso
 from tests.builders import (
     CLOSING_TEXT,
     FLEET,

@@ -1,4 +1,4 @@
-"""Which comments mention the fleet (fleet/mentions.py): a pure selection the trust filter sits on."""
+"""Which comments mention the fleet (fleet/core/mentions.py): a pure selection the trust filter sits on."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleet.mentions import mentions, select
-from fleet.model import Comment
+from fleet.core.mentions import mentions, select
+from fleet.core.model import Comment
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from fleet.core.model import Reach
 from fleet.inventory import loads
-from fleet.model import Reach
 from fleet.observe import probe_command, split_probe
 from fleet.transport import RunResult, parse_reach, remote_path
 

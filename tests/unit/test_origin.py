@@ -1,4 +1,4 @@
-"""Which remote a worker's clone may fetch from (fleet.origin): pure, checked on plain values."""
+"""Which remote a worker's clone may fetch from (fleet.core.origin): pure, checked on plain values."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.inventory import BoardConfig, GitHubConfig
-from fleet.origin import (
+from fleet.core.origin import (
     AcceptedOrigins,
     foreign,
     github_host,
@@ -17,6 +16,7 @@ from fleet.origin import (
     remote_origins,
     target_origins,
 )
+from fleet.inventory import BoardConfig, GitHubConfig
 
 
 def _github(api_url: str = "https://api.github.com") -> BoardConfig:

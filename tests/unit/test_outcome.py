@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.model import CapacitySource, PRState, PullRequest
+from fleet.core.model import CapacitySource, PRState, PullRequest
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.envelope import Capture, parse_capture
 from fleet.runner.outcome import Outcome, derive_outcome

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from fleet.cmd import tasks_harness
-from fleet.progress import Meter
+from fleet.views.progress import Meter
 
 
 class Tty(io.StringIO):

@@ -12,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.cmd.hygiene import reap_lines
-from fleet.inventory import DEFAULT_MAX_RUN_S
-from fleet.markers import Kind, history, open_start, parse
-from fleet.model import Comment, Issue, Policy, Reach, Snapshot, WorkerView
-from fleet.reap import (
+from fleet.core.markers import Kind, history, open_start, parse
+from fleet.core.model import Comment, Issue, Policy, Reach, Snapshot, WorkerView
+from fleet.core.reap import (
     COULD_NOT_CHECK,
     LIVE,
     REAP,
@@ -24,8 +23,9 @@ from fleet.reap import (
     reaped_marker,
     threshold_warning,
 )
+from fleet.core.select import EXHAUSTED, RUNNING, select
+from fleet.inventory import DEFAULT_MAX_RUN_S
 from fleet.roles.reaper import ReapReport, replay_reap
-from fleet.select import EXHAUSTED, RUNNING, select
 from fleet.trace import to_jsonable
 from tests.builders import (
     FLEET,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.markers import RED_BASELINE_FREE, Kind, history
-from fleet.model import Policy
-from fleet.select import EXHAUSTED, select
+from fleet.core.markers import RED_BASELINE_FREE, Kind, history
+from fleet.core.model import Policy
+from fleet.core.select import EXHAUSTED, select
 from tests.builders import FLEET, issue, marker, snapshot, worker
 
 

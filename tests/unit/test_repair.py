@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.cmd.hygiene import repair_lines
-from fleet.markers import LATCHING, Kind, history, parse
-from fleet.model import Comment, Unit
-from fleet.repair import ORDER, RepairDecision, repair_plan, superseded_marker
+from fleet.core.markers import LATCHING, Kind, history, parse
+from fleet.core.model import Comment, Unit
+from fleet.core.repair import ORDER, RepairDecision, repair_plan, superseded_marker
+from fleet.core.select import RUNNING, select
 from fleet.roles.repairer import RepairReport, plan_from, replay_repair
 from fleet.runner.closeout import NOT_FAILURES
 from fleet.runner.outcome import Outcome
-from fleet.select import RUNNING, select
 from fleet.trace import to_jsonable
 from tests.builders import FLEET, NOW, T0, comment, issue, marker, snapshot, worker
 from tests.builders import unit as spec

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-import fleet.replay as rp
-from fleet.exits import Exit
-from fleet.model import Dispatch, Waiting
-from fleet.replay import Comparison, Difference, compare, register, replay, replayers
-from fleet.select import select
+import fleet.trace.replay as rp
+from fleet.core.exits import Exit
+from fleet.core.model import Dispatch, Waiting
+from fleet.core.select import select
 from fleet.trace import TraceError, to_jsonable
+from fleet.trace.replay import Comparison, Difference, compare, register, replay, replayers
 from tests.builders import issue, snapshot, worker
 
 

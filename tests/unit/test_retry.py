@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.model import CapacitySource
+from fleet.core.model import CapacitySource
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.envelope import Capture, parse_capture
 from fleet.runner.retry import FACTS, backoff_warning, decide_retry, transient_signature

@@ -1,4 +1,4 @@
-"""Board text printed to a terminal carries no control or bidi character (fleet.safe_text)."""
+"""Board text printed to a terminal carries no control or bidi character (fleet.core.safe_text)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.safe_text import BIDI, SEPARATORS, printable
+from fleet.core.safe_text import BIDI, SEPARATORS, printable
 
 FAST = settings(max_examples=300, deadline=None)
 

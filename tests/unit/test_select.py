@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.closing import has_live_keyword
-from fleet.markers import Kind
-from fleet.model import CapacitySource, Halt, Plan, Policy, Reach, Snapshot
-from fleet.select import halt_line, issue_halts, select
-from fleet.select import healthy as healthy_workers
+from fleet.core.closing import has_live_keyword
+from fleet.core.markers import Kind
+from fleet.core.model import CapacitySource, Halt, Plan, Policy, Reach, Snapshot
+from fleet.core.select import halt_line, issue_halts, select
+from fleet.core.select import healthy as healthy_workers
 from tests.builders import (
     CLOSING_TEXT,
     FLEET,

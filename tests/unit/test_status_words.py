@@ -8,11 +8,11 @@ from datetime import timedelta
 
 import pytest
 
-from fleet.markers import Kind
-from fleet.model import Capacity, CapacitySource, Plan, Reach, Snapshot, Unit, iso
-from fleet.select import select
-from fleet.status import as_json, heartbeat_line, render
-from fleet.switches import Switch, Switches
+from fleet.control.switches import Switch, Switches
+from fleet.core.markers import Kind
+from fleet.core.model import Capacity, CapacitySource, Plan, Reach, Snapshot, Unit, iso
+from fleet.core.select import select
+from fleet.views.status import as_json, heartbeat_line, render
 from tests.builders import NOW, halt, issue, marker, snapshot, worker
 
 PERIOD = 300

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.cmd.control import describe
-from fleet.select import halt_line
-from fleet.switches import (
+from fleet.control.switches import (
     DRAIN,
     PAUSE,
     operator,
@@ -22,6 +21,7 @@ from fleet.switches import (
     remove_switch,
     write_switch,
 )
+from fleet.core.select import halt_line
 
 
 def _aged(path: Path, minutes: int) -> datetime:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.markers import Kind, render
-from fleet.model import Comment, Issue
+from fleet.core.markers import Kind, render
+from fleet.core.model import Comment, Issue
 from fleet.timeline.model import RUNNING, Flag, WorkerRef, build, runs_of
 from fleet.timeline.trace_view import bands_of, darks_of, sweeps_of
 from tests.builders import FLEET, issue, marker, reopen
@@ -215,9 +215,9 @@ def test_an_older_trace_draws_its_halts_from_the_sweep_snapshots():
 
 def test_the_sweepers_own_tick_record_draws_its_halt_and_its_pause(tmp_path):
     """The production record (fleet.roles.sweeper.tick_record) through a real trace file."""
-    from fleet.model import Halt, Plan
+    from fleet.control.switches import Switch, Switches
+    from fleet.core.model import Halt, Plan
     from fleet.roles.sweeper import TickReport, tick_record
-    from fleet.switches import Switch, Switches
     from fleet.trace import Trace, read_trace
 
     trace = Trace(tmp_path / "trace.jsonl")

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.markers import Kind
+from fleet.core.markers import Kind
 from fleet.timeline.model import build
 from fleet.timeline.render import esc, page
 from tests.builders import FLEET, issue, marker

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fleet.core.model import Reach
 from fleet.inventory import WorkerConfig
-from fleet.model import Reach
 from fleet.transport import (
     CommandTimeout,
     LocalTransport,

@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleet.authority import approval_wait, halt_issues, sort_mentions
-from fleet.markers import Kind, history, is_release, parse
-from fleet.markers import render as render_marker
-from fleet.model import Comment, Event, EventKind, Issue, Mention, Policy
-from fleet.notices import notices, posted
-from fleet.select import fresh_hold, select
-from fleet.status import render
-from fleet.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, is_approval
+from fleet.core.authority import approval_wait, halt_issues, sort_mentions
+from fleet.core.markers import Kind, history, is_release, parse
+from fleet.core.markers import render as render_marker
+from fleet.core.model import Comment, Event, EventKind, Issue, Mention, Policy
+from fleet.core.notices import notices, posted
+from fleet.core.select import fresh_hold, select
+from fleet.core.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, is_approval
+from fleet.views.status import render
 from tests.builders import FLEET, NOW, comment, issue, marker, reopen, snapshot, tick
 
 GITHUB = Policy(
