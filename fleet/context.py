@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from fleet.board.base import Board
+from fleet.core.model import SupervisorKind
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.transport import Transport
 from fleet.units import Supervisor, choose_supervisor
@@ -70,7 +71,7 @@ class FleetContext:
                 kind=w.supervisor,
                 notify=True,  # D3 property 4: OnFailure= is a free alarm
             )
-            if s.kind == "systemd":
+            if s.kind == SupervisorKind.SYSTEMD:
                 self._install_notifier(t, w)
             with self._guard:
                 self._supervisors[w.name] = s

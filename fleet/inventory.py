@@ -35,7 +35,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from fleet.agentkinds import AgentKind, detect_kind
-from fleet.core.model import Policy
+from fleet.core.model import Policy, SupervisorKind, TransportKind
 from fleet.core.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, fold
 
 ENV_VAR = "FLEET_INVENTORY"
@@ -46,8 +46,8 @@ _GITHUB_OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 _GITHUB_REPO = re.compile(r"^[A-Za-z0-9._-]+$")
 _URL = re.compile(r"^https?://\S+$")
 
-TRANSPORTS = ("local", "ssh")
-SUPERVISORS = ("auto", "systemd", "portable")
+TRANSPORTS = tuple(k.value for k in TransportKind)
+SUPERVISORS = tuple(k.value for k in SupervisorKind)
 BOARD_KINDS = ("local", "github")
 AGENT_KINDS = tuple(k.value for k in AgentKind)  # fleet/agentkinds: one adapter per CLI
 
@@ -134,7 +134,7 @@ class HaltConfig:
 @dataclass(frozen=True)
 class WorkerConfig:
     name: str
-    transport: str  # "local" | "ssh"
+    transport: TransportKind
     host: str | None
     port: int
     master: str | None  # unix user; None = the current user (local only)
@@ -144,7 +144,7 @@ class WorkerConfig:
     runner_remote: str | None  # where runner_clone syncs from (URL or path)
     path_prefix: tuple[str, ...]  # D3: prepended to PATH in every remote command and the unit
     agent: str
-    supervisor: str  # "auto" | "systemd" | "portable"
+    supervisor: SupervisorKind  # AUTO: systemd where a user manager answers, else portable
     key: str | None
     known_hosts: str | None
     state_dir: str  # capacity file, portable units, worktrees, logs of this worker
@@ -456,8 +456,8 @@ def _worker(
     node = _Node(top.file, where, value, (value.lc.line, value.lc.col))
     node.only(WORKER_KEYS)
     name = node.name("name", None, required=True)
-    transport = node.choice("transport", "local", TRANSPORTS)
-    ssh = transport == "ssh"
+    transport = TransportKind(node.choice("transport", TransportKind.LOCAL, TRANSPORTS))
+    ssh = transport is TransportKind.SSH
     # An ssh worker without a host or master cannot be reached; a local one with a host is a worker
     # the operator believes is remote and is not (a silent change of behaviour).
     host = node.get(
@@ -503,7 +503,7 @@ def _worker(
             empty=True,
         ),
         agent=node.text("agent", DEFAULT_AGENT),
-        supervisor=node.choice("supervisor", "auto", SUPERVISORS),
+        supervisor=SupervisorKind(node.choice("supervisor", SupervisorKind.AUTO, SUPERVISORS)),
         key=mine(node.text("key", None, **opt)),
         known_hosts=mine(node.text("known_hosts", None, **opt)),
         state_dir=here(node.text("state_dir", f".fleet/workers/{name}")),
@@ -622,7 +622,7 @@ def _build(doc: Any, file: str, *, require_workers: bool = True) -> Inventory:
     warnings: list[str] = []
     workers = _workers(top, base, max_run_s, warnings, required=require_workers)
     lock_host = lock_node.name("host", None, nullable=True)
-    ssh_names = [w.name for w in workers if w.transport == "ssh"]
+    ssh_names = [w.name for w in workers if w.transport == TransportKind.SSH]
     if lock_host is not None and lock_host not in ssh_names:
         lock_node.fail(
             lock_node.value_pos("host"),

@@ -36,6 +36,7 @@ from fleet.core.model import (
     Status,
     Unit,
     Waiting,
+    WaitState,
     WorkerView,
 )
 from tests.builders import (
@@ -150,9 +151,9 @@ SNAPSHOTS = st.builds(
 PLANS = st.builds(
     Plan,
     dispatch=st.lists(st.builds(Dispatch, SMALL, TEXT, TEXT), max_size=3).map(tuple),
-    waiting=st.lists(st.builds(Waiting, SMALL, st.integers(0, 11), TEXT, TEXT), max_size=3).map(
-        tuple
-    ),
+    waiting=st.lists(
+        st.builds(Waiting, SMALL, st.integers(0, 11), st.sampled_from(WaitState), TEXT), max_size=3
+    ).map(tuple),
     tombstones=st.lists(SMALL, max_size=2).map(tuple),
     halts=st.lists(HALTS_ANY, max_size=1).map(tuple),
     board_error=st.none() | TEXT,

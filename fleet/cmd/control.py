@@ -11,9 +11,8 @@ from fleet.cmd.common import context, emit_json, fail, inventory, say
 from fleet.control.cancel import cancel as cancel_issue
 from fleet.control.drain import POLL_S, observe_idle, wait_idle
 from fleet.control.switches import (
-    DRAIN,
-    PAUSE,
     Switch,
+    SwitchName,
     flag_path,
     halt_path,
     operator,
@@ -36,13 +35,13 @@ def describe(s: Switch, now: datetime | None = None) -> str:
     return f"{s.name} {s.path} set{who}{age}: {s.reason or 'no reason was recorded'}"
 
 
-def _other_switches(inv: Inventory, skip: str) -> list[str]:
+def _other_switches(inv: Inventory, skip: SwitchName) -> list[str]:
     """The switches still on after one was turned off: resuming a halt does not end a pause."""
     out = []
     for name, path in (
-        ("halt file", halt_path(inv)),
-        (PAUSE, flag_path(inv, PAUSE)),
-        (DRAIN, flag_path(inv, DRAIN)),
+        (SwitchName.HALT_FILE, halt_path(inv)),
+        (SwitchName.PAUSE, flag_path(inv, SwitchName.PAUSE)),
+        (SwitchName.DRAIN, flag_path(inv, SwitchName.DRAIN)),
     ):
         s = read_switch(name, path)
         if s is not None and name != skip:
@@ -60,8 +59,8 @@ def halt(inv_path: str | None, reason: str, author: str | None) -> None:
             "safely act on (seed 003)",
         )
     path = halt_path(inv)
-    before = read_switch("halt file", path)
-    s = write_switch("halt file", path, reason, operator(author))
+    before = read_switch(SwitchName.HALT_FILE, path)
+    s = write_switch(SwitchName.HALT_FILE, path, reason, operator(author))
     if before is not None:
         print(f"replaced: {describe(before)}")
     print(f"halted: {describe(s)}")
@@ -71,12 +70,12 @@ def halt(inv_path: str | None, reason: str, author: str | None) -> None:
 def resume(inv_path: str | None) -> None:
     inv = inventory(inv_path)
     path = halt_path(inv)
-    before = read_switch("halt file", path)
+    before = read_switch(SwitchName.HALT_FILE, path)
     if remove_switch(path) and before is not None:
         print(f"resumed: removed {describe(before)}")
     else:
         print(f"no halt file at {path}: nothing to remove")
-    for line in _other_switches(inv, "halt file"):
+    for line in _other_switches(inv, SwitchName.HALT_FILE):
         say(line)
     try:
         with context(inv_path) as ctx:
@@ -89,7 +88,7 @@ def resume(inv_path: str | None) -> None:
 
 
 # -- pause / drain -------------------------------------------------------------------------------
-def set_flag(inv_path: str | None, name: str, reason: str, author: str | None) -> Switch:
+def set_flag(inv_path: str | None, name: SwitchName, reason: str, author: str | None) -> Switch:
     inv = inventory(inv_path)
     path = flag_path(inv, name)
     before = read_switch(name, path)
@@ -101,7 +100,7 @@ def set_flag(inv_path: str | None, name: str, reason: str, author: str | None) -
     return s
 
 
-def clear_flag(inv_path: str | None, name: str) -> None:
+def clear_flag(inv_path: str | None, name: SwitchName) -> None:
     inv = inventory(inv_path)
     path = flag_path(inv, name)
     before = read_switch(name, path)
@@ -114,7 +113,7 @@ def clear_flag(inv_path: str | None, name: str) -> None:
 
 
 def pause(inv_path: str | None, reason: str, author: str | None) -> None:
-    s = set_flag(inv_path, PAUSE, reason, author)
+    s = set_flag(inv_path, SwitchName.PAUSE, reason, author)
     print(f"paused: {describe(s)}")
     print(
         "a hold, not a halt: only cancels are decided; runs already live go on, nothing new "
@@ -130,7 +129,7 @@ def drain(
     poll: float | None,
     as_json: bool,
 ) -> None:
-    s = set_flag(inv_path, DRAIN, reason, author)
+    s = set_flag(inv_path, SwitchName.DRAIN, reason, author)
     print(f"draining: {describe(s)}")
     print("no new work starts; in-flight runs finish; `invoke undrain` resumes dispatching")
     with context(inv_path) as ctx:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fleet.cmd.common import context, emit_json, fail
 from fleet.core.exits import Exit
-from fleet.core.reap import REAP
+from fleet.core.reap import ReapState
 from fleet.core.repair import ORDER, who
 from fleet.core.select import age_text
 from fleet.roles.reaper import ReapReport, reap
@@ -34,7 +34,7 @@ def reap_lines(report: ReapReport, apply: bool) -> list[str]:
     for w in report.unchecked:
         lines.append(f"  could not check worker {w}")
     for d in report.decisions:
-        if d.state == REAP:
+        if d.state == ReapState.REAP:
             done = d.issue in report.reaped
             verb = "reaped" if done else ("would reap" if not applied else "not reaped")
             lines.append(f"  #{d.issue}: {verb} — {d.why}")

@@ -22,7 +22,7 @@ from fleet.core.safe_text import printable
 from fleet.core.select import halt_line, select
 from fleet.dispatch import dispatch
 from fleet.observe import read_page, snapshot
-from fleet.roles.sweeper import TickReport, tick, write_heartbeat
+from fleet.roles.sweeper import TickOutcome, TickReport, tick, write_heartbeat
 from fleet.trace import read_trace
 from fleet.views.status import as_json, read_heartbeat, render
 
@@ -33,7 +33,7 @@ def _unopenable(inv: str | None, apply: bool, message: str, why: Exit, as_json_:
     sweep exit path writes one (D14)."""
     invy = inventory(inv)
     code = why if apply else Exit.OK
-    report = TickReport("failed", Plan(board_error=message), exit=code)
+    report = TickReport(TickOutcome.FAILED, Plan(board_error=message), exit=code)
     write_heartbeat(Path(invy.state_dir), report, datetime.now(UTC), apply=apply)
     if as_json_:
         emit_json(_tick_json(report))

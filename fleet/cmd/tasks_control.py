@@ -42,9 +42,9 @@ def pause(c, reason="", author=None, inventory=None):
 def unpause(c, inventory=None):
     """End the pause."""
     from fleet.cmd.control import clear_flag
-    from fleet.control.switches import PAUSE
+    from fleet.control.switches import SwitchName
 
-    clear_flag(inventory, PAUSE)
+    clear_flag(inventory, SwitchName.PAUSE)
 
 
 @task(
@@ -79,9 +79,9 @@ def drain(c, reason="", author=None, wait=None, poll=None, json=False, inventory
 def undrain(c, inventory=None):
     """End the drain: dispatching resumes."""
     from fleet.cmd.control import clear_flag
-    from fleet.control.switches import DRAIN
+    from fleet.control.switches import SwitchName
 
-    clear_flag(inventory, DRAIN)
+    clear_flag(inventory, SwitchName.DRAIN)
 
 
 @task(

@@ -23,20 +23,30 @@ import os
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 
-from fleet.core.model import Halt, iso
+from fleet.core.model import Halt, HaltSource, iso
 from fleet.inventory import Inventory
 
-PAUSE = "PAUSE"
-DRAIN = "DRAIN"
+
+class SwitchName(StrEnum):
+    """The three file switches, by the name every line shows (PAUSE and DRAIN are also the names
+    of their files in the state dir; the halt file's path is the inventory's ``halt.file``)."""
+
+    HALT_FILE = "halt file"
+    PAUSE = "PAUSE"
+    DRAIN = "DRAIN"
+
+
+# fleet.cmd.tasks_control imports these two names; they are the members, not second definitions.
 
 
 @dataclass(frozen=True)
 class Switch:
     """One file switch that is on: who set it, why, and since when (its mtime)."""
 
-    name: str  # "halt file" | "PAUSE" | "DRAIN"
+    name: SwitchName
     path: str
     reason: str | None  # None = the setter recorded none; the switch is on all the same
     author: str | None
@@ -60,7 +70,9 @@ def read_halt_file(path: Path, now: datetime | None = None) -> Halt | None:
     except FileNotFoundError:
         return None
     except OSError as exc:  # a file we cannot even stat: it exists, so it halts
-        return Halt("file", f"(halt file unreadable: {exc.strerror})", None, None, str(path))
+        return Halt(
+            HaltSource.FILE, f"(halt file unreadable: {exc.strerror})", None, None, str(path)
+        )
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -75,7 +87,7 @@ def read_halt_file(path: Path, now: datetime | None = None) -> Halt | None:
             loose.append(line.strip())
     reason = fields.get("reason") or (" ".join(loose) if loose else None)
     since = datetime.fromtimestamp(stat.st_mtime, UTC)
-    return Halt("file", reason or None, since, fields.get("author") or None, str(path))
+    return Halt(HaltSource.FILE, reason or None, since, fields.get("author") or None, str(path))
 
 
 def write_halt_file(
@@ -112,25 +124,29 @@ def halt_path(inv: Inventory) -> Path:
     return Path(inv.halt.file)
 
 
-def flag_path(inv: Inventory, name: str) -> Path:
-    if name not in (PAUSE, DRAIN):
-        raise ValueError(f"no switch named {name!r} (PAUSE or DRAIN)")
+def flag_path(inv: Inventory, name: SwitchName) -> Path:
+    if name not in (SwitchName.PAUSE, SwitchName.DRAIN):
+        raise ValueError(f"no switch named {str(name)!r} (PAUSE or DRAIN)")
     return Path(inv.state_dir) / name
 
 
-def _switch(name: str, halt: Halt | None) -> Switch | None:
+def _switch(name: SwitchName, halt: Halt | None) -> Switch | None:
     if halt is None:
         return None
     return Switch(name, halt.where, halt.reason, halt.author, halt.since)
 
 
-def read_switch(name: str, path: Path) -> Switch | None:
+def read_switch(name: SwitchName, path: Path) -> Switch | None:
     """The switch at ``path`` if it is on (the file exists), whatever it holds."""
     return _switch(name, read_halt_file(path))
 
 
 def write_switch(
-    name: str, path: Path, reason: str, author: str | None = None, now: datetime | None = None
+    name: SwitchName,
+    path: Path,
+    reason: str,
+    author: str | None = None,
+    now: datetime | None = None,
 ) -> Switch:
     """Set a switch with its reason and author, atomically (a reader never sees half a file)."""
     written = _switch(name, write_halt_file(path, reason, operator(author), now))
@@ -159,7 +175,7 @@ def hold_line(role: str, switch: Switch) -> str:
 
 def read_switches(inv: Inventory) -> Switches:
     return Switches(
-        halt_file=read_switch("halt file", halt_path(inv)),
-        pause=read_switch(PAUSE, flag_path(inv, PAUSE)),
-        drain=read_switch(DRAIN, flag_path(inv, DRAIN)),
+        halt_file=read_switch(SwitchName.HALT_FILE, halt_path(inv)),
+        pause=read_switch(SwitchName.PAUSE, flag_path(inv, SwitchName.PAUSE)),
+        drain=read_switch(SwitchName.DRAIN, flag_path(inv, SwitchName.DRAIN)),
     )

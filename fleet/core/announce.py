@@ -48,13 +48,13 @@ from fleet.core.model import (
     Plan,
     Policy,
     Snapshot,
+    WaitState,
     WorkerView,
     iso,
     parse_iso,
 )
-from fleet.core.reap import COULD_NOT_CHECK, LIVE, REAP, TOO_YOUNG, ReapDecision, reap_decisions
+from fleet.core.reap import ReapDecision, ReapState, reap_decisions
 from fleet.core.select import (
-    DEAD_ON_LAUNCH,
     DEAD_ON_LAUNCH_REMEDY,
     age_text,
     halt_line,
@@ -279,7 +279,7 @@ def _item(
     if due is not None:
         return _parked(issue, due, snap, plan, sweeper_down)
     waiting = plan.reason_for(n)
-    if waiting is not None and waiting.state == DEAD_ON_LAUNCH:
+    if waiting is not None and waiting.state == WaitState.DEAD_ON_LAUNCH:
         return _dead_on_launch(issue, h, snap, waiting.reason)
     if waiting is not None:
         return Quiet(f"#{n}", waiting.state, f"{waiting.reason} (p{waiting.predicate})")
@@ -302,7 +302,7 @@ def _dead_on_launch(issue: Issue, h: History, snap: Snapshot, reason: str) -> St
 
 def _start(d: ReapDecision, snap: Snapshot, title: str) -> Stall | Quiet:
     n = f"#{d.issue}"
-    if d.state == COULD_NOT_CHECK:
+    if d.state == ReapState.COULD_NOT_CHECK:
         blind = {w.name for w in snap.workers if not w.reachable}
         worker = d.worker if d.worker in blind else None
         return Stall(
@@ -314,7 +314,11 @@ def _start(d: ReapDecision, snap: Snapshot, title: str) -> Stall | Quiet:
             age_s=d.age_s,
             quoted_title=title,
         )
-    word = {REAP: "the reaper resets it", LIVE: "running", TOO_YOUNG: "a run in flight"}
+    word = {
+        ReapState.REAP: "the reaper resets it",
+        ReapState.LIVE: "running",
+        ReapState.TOO_YOUNG: "a run in flight",
+    }
     return Quiet(n, d.state, f"{d.why} — {word.get(d.state, d.state)}")
 
 

@@ -19,10 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from fleet.core.model import EventKind, Halt, Issue, Mention, Policy
+from fleet.core.model import EventKind, Halt, HaltSource, Issue, Mention, Policy
 from fleet.core.trust import APPROVE_TOKEN, is_approval
-
-UNAPPROVED = "unapproved"  # select's state word for predicate 12
 
 
 def approval_wait(issue: Issue, policy: Policy) -> str | None:
@@ -88,7 +86,7 @@ def halt_issues(
         if why is None:
             author = i.author or None
             halts.append(
-                Halt("issue", i.body.strip() or None, i.created_at, author, f"#{i.number}")
+                Halt(HaltSource.ISSUE, i.body.strip() or None, i.created_at, author, f"#{i.number}")
             )
         else:
             ignored.append(IgnoredHalt(i.number, i.author, why))

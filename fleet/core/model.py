@@ -172,11 +172,18 @@ class Mention:
     association: str | None = None  # GitHub's authorAssociation of the author, when known
 
 
+class HaltSource(StrEnum):
+    """Which kill switch is on: two switches, two names (D20)."""
+
+    FILE = "file"  # the halt file (fleet.control.switches)
+    ISSUE = "issue"  # an open issue with the halt title by a trusted author (fleet.core.authority)
+
+
 @dataclass(frozen=True)
 class Halt:
-    """A kill switch that is on. ``source`` is 'file' or 'issue' (two switches, two names, D20)."""
+    """A kill switch that is on, named by its :class:`HaltSource`."""
 
-    source: str
+    source: HaltSource
     reason: str | None  # None = the setter recorded no reason; it still halts
     since: datetime | None  # file mtime, or the halt issue's creation time
     author: str | None = None
@@ -225,6 +232,24 @@ class Reach(StrEnum):
     UNREACHABLE = "unreachable"
     NO_PERMISSION = "no-permission"
     NO_RUNNER = "no-runner"
+
+
+class TransportKind(StrEnum):
+    """How the dispatcher reaches a worker (inventory ``transport:``, fleet.transport)."""
+
+    LOCAL = "local"
+    SSH = "ssh"
+
+
+class SupervisorKind(StrEnum):
+    """What runs a worker's units (inventory ``supervisor:``, fleet.units). AUTO is the inventory's
+    word only: the dispatcher resolves it to SYSTEMD or PORTABLE, so a supervisor is never AUTO.
+    Defined here, not in fleet.units, because the inventory reads it and the core imports no units.
+    """
+
+    AUTO = "auto"
+    SYSTEMD = "systemd"
+    PORTABLE = "portable"
 
 
 # -- the unit name: the lock (D4) ---------------------------------------------------------------
@@ -375,13 +400,43 @@ class Dispatch:
     why: str
 
 
+class WaitState(StrEnum):
+    """The operator-facing state word of an item (fleet-status prints them; seed 001 §11: name
+    every shape). ``select`` puts every state but ELIGIBLE on a :class:`Waiting`; ELIGIBLE is the
+    word for an item the plan dispatches. The values are stored in traces: never rename one."""
+
+    ELIGIBLE = "eligible"
+    HALTED = "halted"
+    NOT_QUEUED = "not-queued"
+    LANE_UNKNOWN = "lane-unknown"
+    PARENT_CLOSED = "parent-closed"
+    BLOCKED = "blocked"
+    RUNNING = "running"
+    LATCHED = "latched"
+    TOMBSTONE = "tombstone"
+    EXHAUSTED = "exhausted"
+    CAPACITY_LOOP = "capacity-loop"  # one issue keeps ending on limits, worker after worker
+    DEAD_ON_LAUNCH = (
+        "dead-on-launch"  # predicate 7's twin: launches that died before a start marker
+    )
+    PARKED = "parked"
+    HELD = "held"
+    DARK = "dark"
+    UNREACHABLE = "unreachable"
+    GROUPER = "grouper"
+    FIXTURE = "fixture"
+    SWITCH = "kill-switch"
+    UNREADABLE = "unreadable"  # the issue's own history could not be read whole (predicate 6)
+    UNAPPROVED = "unapproved"  # predicate 12: an untrusted author's issue nobody trusted approved
+
+
 @dataclass(frozen=True)
 class Waiting:
     """An open issue that is not moving, with the predicate that holds it and its named state."""
 
     issue: int
     predicate: int  # 0 = a kill switch; 1..11 = seed 003's predicates
-    state: str  # the operator's word: halted, running, parked, blocked, held, dark, ...
+    state: WaitState  # the trace codec decodes it from the annotation, so old traces replay
     reason: str
 
 

@@ -30,17 +30,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from fleet.core.markers import Kind, Marker, history, open_start, render
 from fleet.core.model import Snapshot, iso
 from fleet.core.repair import who
 from fleet.core.select import age_text
 
-# A decision's state words (the dry run prints them; D20: each blocker has its own name).
-REAP = "reap"
-LIVE = "live"  # a live unit holds the issue: the run is going, only quiet
-TOO_YOUNG = "too-young"  # within the threshold: the clock protects a run from a blinked probe
-COULD_NOT_CHECK = "could-not-check"  # a worker that may hold the unit was not probed
+
+class ReapState(StrEnum):
+    """A decision's state word (the dry run prints them; D20: each blocker has its own name)."""
+
+    REAP = "reap"
+    LIVE = "live"  # a live unit holds the issue: the run is going, only quiet
+    TOO_YOUNG = "too-young"  # within the threshold: the clock protects a run from a blinked probe
+    COULD_NOT_CHECK = "could-not-check"  # a worker that may hold the unit was not probed
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class ReapDecision:
 
     issue: int
     reap: bool
-    state: str  # REAP | LIVE | TOO_YOUNG | COULD_NOT_CHECK
+    state: ReapState
     why: str
     start_comment: int  # the start marker's comment id: re-checked just before the reap is posted
     start_at: datetime
@@ -79,7 +83,7 @@ def _decide(snap: Snapshot, number: int, start: Marker) -> ReapDecision:
         f"on {worker or 'an unnamed worker'}"
     )
 
-    def decide(reap: bool, state: str, why: str) -> ReapDecision:
+    def decide(reap: bool, state: ReapState, why: str) -> ReapDecision:
         return ReapDecision(
             number, reap, state, why, start.comment_id, start.at, age_s, run, worker
         )
@@ -87,12 +91,12 @@ def _decide(snap: Snapshot, number: int, start: Marker) -> ReapDecision:
     live = snap.live_units(number)
     if live:
         units = ", ".join(f"{u.name} {u.state} on {who(u)}" for u in live)
-        return decide(False, LIVE, f"{head}; live unit: {units} (the run is going)")
+        return decide(False, ReapState.LIVE, f"{head}; live unit: {units} (the run is going)")
     if age_s < threshold:
         left = age_text(threshold - max(age_s, 0))
         return decide(
             False,
-            TOO_YOUNG,
+            ReapState.TOO_YOUNG,
             f"{head}; younger than the reaper threshold {age_text(threshold)} ({left} to go): "
             "the clock protects a run from a probe that blinked",
         )
@@ -101,7 +105,7 @@ def _decide(snap: Snapshot, number: int, start: Marker) -> ReapDecision:
     if blind:
         return decide(
             False,
-            COULD_NOT_CHECK,
+            ReapState.COULD_NOT_CHECK,
             f"{head}; could not check: {'; '.join(blind)} — an unprobed worker may hold the "
             "unit, and silence is not absence (D20)",
         )
@@ -113,7 +117,7 @@ def _decide(snap: Snapshot, number: int, start: Marker) -> ReapDecision:
     )
     return decide(
         True,
-        REAP,
+        ReapState.REAP,
         f"{head}; no live unit on any of {len(probed)} probed worker(s){aside}, older than the "
         f"reaper threshold {age_text(threshold)}: orphaned (no close-out ever came)",
     )
@@ -155,11 +159,8 @@ def threshold_warning(threshold_s: int, max_run_s: int, worker: str) -> str | No
 
 
 __all__ = [
-    "COULD_NOT_CHECK",
-    "LIVE",
-    "REAP",
-    "TOO_YOUNG",
     "ReapDecision",
+    "ReapState",
     "reap_decisions",
     "reaped_marker",
     "threshold_warning",

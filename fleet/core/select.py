@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from fleet.core.authority import UNAPPROVED, approval_wait, halt_issues, is_halt_title
+from fleet.core.authority import approval_wait, halt_issues, is_halt_title
 from fleet.core.closing import defuse, has_live_keyword
 from fleet.core.exits import PRESTART_CAUSES, RunExit
 from fleet.core.markers import History, Kind, WordKind, history, is_tombstone, parked_until
@@ -30,31 +30,8 @@ from fleet.core.model import (
     Snapshot,
     Status,
     Waiting,
+    WaitState,
     WorkerView,
-)
-
-# Operator-facing state words (fleet-status prints them; seed 001 §11: name every shape).
-ELIGIBLE = "eligible"
-HALTED = "halted"
-NOT_QUEUED = "not-queued"
-LANE_UNKNOWN = "lane-unknown"
-PARENT_CLOSED = "parent-closed"
-BLOCKED = "blocked"
-RUNNING = "running"
-LATCHED = "latched"
-TOMBSTONE = "tombstone"
-EXHAUSTED = "exhausted"
-CAPACITY_LOOP = "capacity-loop"  # one issue keeps ending on limits, worker after worker
-DEAD_ON_LAUNCH = "dead-on-launch"  # predicate 7's twin: launches that died before a start marker
-PARKED = "parked"
-HELD = "held"
-DARK = "dark"
-UNREACHABLE = "unreachable"
-GROUPER = "grouper"
-FIXTURE = "fixture"
-SWITCH = "kill-switch"
-UNREADABLE = (
-    "unreadable"  # the issue's own history could not be read whole (predicate 6 cannot judge)
 )
 
 _LATCH_WORDS = {
@@ -143,37 +120,43 @@ def _reason(
     if is_halt_title(issue.title, p.halt_title):
         ignored = p.trust.distrust(issue.author, issue.author_association)
         if ignored is not None:
-            return Waiting(n, 0, SWITCH, f"a halt issue NOT obeyed: {ignored}")
-        return Waiting(n, 0, SWITCH, "this issue is the halt switch itself")
+            return Waiting(n, 0, WaitState.SWITCH, f"a halt issue NOT obeyed: {ignored}")
+        return Waiting(n, 0, WaitState.SWITCH, "this issue is the halt switch itself")
     # 9 (fixture only, checked first): a probe must never look like anything but a fixture.
     if p.fixture_label in issue.labels:
-        return Waiting(n, 9, FIXTURE, f"labelled {p.fixture_label} (a test fixture is never work)")
+        return Waiting(
+            n, 9, WaitState.FIXTURE, f"labelled {p.fixture_label} (a test fixture is never work)"
+        )
     # 1
     if issue.status != Status.TODO.value:
-        return Waiting(n, 1, NOT_QUEUED, f"status is {issue.status or 'unset'!r}, not 'Todo'")
+        return Waiting(
+            n, 1, WaitState.NOT_QUEUED, f"status is {issue.status or 'unset'!r}, not 'Todo'"
+        )
     # 12 (issue 16): work from an untrusted author waits for a trusted approval
     unapproved = approval_wait(issue, p)
     if unapproved is not None:
-        return Waiting(n, 12, UNAPPROVED, unapproved)
+        return Waiting(n, 12, WaitState.UNAPPROVED, unapproved)
     # 2
     if issue.lane and issue.lane not in lanes:
-        return Waiting(n, 2, LANE_UNKNOWN, f"lane {issue.lane!r} names no worker in the inventory")
+        return Waiting(
+            n, 2, WaitState.LANE_UNKNOWN, f"lane {issue.lane!r} names no worker in the inventory"
+        )
     # 3 — the seed's wording: "the parent is open, or there is none": a closed parent means the
     # grouping was disposed of, so its children are not work any more.
     if issue.parent is not None and _closed(issue.parent.state):
-        return Waiting(n, 3, PARENT_CLOSED, f"parent #{issue.parent.number} is closed")
+        return Waiting(n, 3, WaitState.PARENT_CLOSED, f"parent #{issue.parent.number} is closed")
     # 4
     if issue.open_blockers:
         refs = ", ".join(f"#{b}" for b in issue.open_blockers)
-        return Waiting(n, 4, BLOCKED, f"blocked by {refs} (open)")
+        return Waiting(n, 4, WaitState.BLOCKED, f"blocked by {refs} (open)")
     # 5
     live = snap.live_units(n)
     if live:
         where = ", ".join(f"{u.worker}/{u.master}" for u in live)
-        return Waiting(n, 5, RUNNING, f"running on {where}")
+        return Waiting(n, 5, WaitState.RUNNING, f"running on {where}")
     # 6-8
     if issue.unreadable:
-        return Waiting(n, 6, UNREADABLE, f"not judged: {issue.unreadable}")
+        return Waiting(n, 6, WaitState.UNREADABLE, f"not judged: {issue.unreadable}")
     marked = marker_hold(issue, h, p, snap.now)
     if marked is not None:
         return marked
@@ -181,20 +164,22 @@ def _reason(
     # board, so only the snapshot can count them
     deaths = snap.launch_deaths(n, h.last.at if h.last is not None else None)
     if len(deaths) >= p.attempt_cap:  # no marker counts these, so they are counted here
-        return Waiting(n, 7, DEAD_ON_LAUNCH, dead_on_launch_reason(deaths, p.attempt_cap))
+        return Waiting(n, 7, WaitState.DEAD_ON_LAUNCH, dead_on_launch_reason(deaths, p.attempt_cap))
     # 9
     hold = _hold(issue, snap)
     if hold is not None:
-        return Waiting(n, 9, HELD, hold)
+        return Waiting(n, 9, WaitState.HELD, hold)
     # 10
     if not any_healthy:
         if any(w.reachable for w in snap.workers):
-            return Waiting(n, 10, DARK, "every reachable worker is capacity-dark")
-        return Waiting(n, 10, UNREACHABLE, "no worker is reachable")
+            return Waiting(n, 10, WaitState.DARK, "every reachable worker is capacity-dark")
+        return Waiting(n, 10, WaitState.UNREACHABLE, "no worker is reachable")
     # 11
     if issue.open_sub_issues:
         refs = ", ".join(f"#{s}" for s in issue.open_sub_issues)
-        return Waiting(n, 11, GROUPER, f"has open sub-issues {refs} (a grouper is not the work)")
+        return Waiting(
+            n, 11, WaitState.GROUPER, f"has open sub-issues {refs} (a grouper is not the work)"
+        )
     return None
 
 
@@ -206,25 +191,31 @@ def marker_hold(issue: Issue, h: History, p: Policy, now: datetime) -> Waiting |
     latch = _latched(h)
     if latch is not None:
         if is_tombstone(issue, h):
-            return Waiting(n, 6, TOMBSTONE, "success marker on an open issue (tombstone, D6)")
-        return Waiting(n, 6, LATCHED, latch)
+            return Waiting(
+                n, 6, WaitState.TOMBSTONE, "success marker on an open issue (tombstone, D6)"
+            )
+        return Waiting(n, 6, WaitState.LATCHED, latch)
     # 7
     if h.attempts >= p.attempt_cap:
-        return Waiting(n, 7, EXHAUSTED, f"{h.attempts} attempts of {p.attempt_cap} spent")
+        return Waiting(n, 7, WaitState.EXHAUSTED, f"{h.attempts} attempts of {p.attempt_cap} spent")
     if len(h.capacity) >= p.capacity_cap:
         where = ", ".join(h.capacity)
         return Waiting(
             n,
             7,
-            CAPACITY_LOOP,
+            WaitState.CAPACITY_LOOP,
             f"{len(h.capacity)} capacity outcomes of {p.capacity_cap} ({where})",
         )
     # 8
     if h.park is not None:
-        return Waiting(n, 8, PARKED, "park latch not released (post a line 'fleet:release')")
+        return Waiting(
+            n, 8, WaitState.PARKED, "park latch not released (post a line 'fleet:release')"
+        )
     due = parked_until(h)
     if due is not None and due > now:
-        return Waiting(n, 8, PARKED, f"retry parked until {due.isoformat(timespec='seconds')}")
+        return Waiting(
+            n, 8, WaitState.PARKED, f"retry parked until {due.isoformat(timespec='seconds')}"
+        )
     return None
 
 
@@ -234,7 +225,7 @@ def fresh_hold(issue: Issue, p: Policy, now: datetime) -> Waiting | None:
     of comments pushed out of its window; the fresh read pages every comment."""
     unapproved = approval_wait(issue, p)
     if unapproved is not None:
-        return Waiting(issue.number, 12, UNAPPROVED, unapproved)
+        return Waiting(issue.number, 12, WaitState.UNAPPROVED, unapproved)
     return marker_hold(issue, history(issue, p), p, now)
 
 
@@ -278,7 +269,7 @@ def select(snap: Snapshot) -> Plan:
             tombstones.append(issue.number)
         why = _reason(issue, snap, lanes, bool(pool), h)
         if why is None and halts:
-            why = Waiting(issue.number, 0, HALTED, _halt_line(halts[0], snap))
+            why = Waiting(issue.number, 0, WaitState.HALTED, _halt_line(halts[0], snap))
         if why is not None:
             # Reasons quote board text (a lane, a halt reason): never a live closing keyword (D14).
             if has_live_keyword(why.reason):

@@ -18,10 +18,18 @@ from fleet.control.switches import read_halt_file, read_switches
 from fleet.core.exits import Exit
 from fleet.core.last_word import latched_since
 from fleet.core.markers import Kind, history, render
-from fleet.core.model import CapacitySource, CIState, Issue, Reach, Unit, WorkerView, unit_name
+from fleet.core.model import (
+    CapacitySource,
+    CIState,
+    Issue,
+    Reach,
+    Unit,
+    WaitState,
+    WorkerView,
+    unit_name,
+)
 from fleet.core.origin import target_origins
 from fleet.core.select import (
-    CAPACITY_LOOP,
     choose_worker,
     fresh_hold,
     halt_line,
@@ -97,7 +105,11 @@ def fresh_issue(ctx: FleetContext, number: int, *, dry_run: bool, recheck: bool)
     held = fresh_hold(issue, ctx.inventory.policy, ctx.clock()) if recheck else None
     if held is not None:  # not a pre-flight check of the seed's: named by predicate and code
         reason = f"predicate {held.predicate} ({held.state}) on the fresh read: {held.reason}"
-        code = Exit.CAPACITY_LOOP if held.state == CAPACITY_LOOP else _HOLD_CODES[held.predicate]
+        code = (
+            Exit.CAPACITY_LOOP
+            if held.state == WaitState.CAPACITY_LOOP
+            else _HOLD_CODES[held.predicate]
+        )
         return Refusal(None, code, reason)
     return issue
 

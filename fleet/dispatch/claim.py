@@ -87,14 +87,19 @@ def runner_argv(ctx: FleetContext, w: WorkerConfig, issue: int, run_id: str) -> 
 
 def unit_env(ctx: FleetContext, r: Ready, baseline: str) -> dict[str, str]:
     """The unit's whole environment: PATH repaired from the probe (check 0, D3), the inventory,
-    the run id, the CI baseline, and where a death before the start marker is recorded."""
-    return {
+    the run id, the CI baseline, and where a death before the start marker is recorded. With a
+    runner clone (D11) the runner starts from the clone's code, so a step 1 that finds the clone
+    already fresh needs no second interpreter (``fleet.runner.__main__``)."""
+    env = {
         "PATH": r.view.path or "/usr/local/bin:/usr/bin:/bin",
         "FLEET_INVENTORY": inventory_arg(ctx.inventory),
         "FLEET_RUN_ID": r.run_id,
         BASELINE_ENV: baseline,
         STATE_DIR_ENV: r.w.state_dir,
     }
+    if r.w.runner_clone and os.path.isabs(r.w.runner_clone):  # no shell expands a unit's env
+        env["PYTHONPATH"] = r.w.runner_clone
+    return env
 
 
 def hold(ctx: FleetContext, ready: Sequence[Ready], baseline: str) -> Held | Refusal:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from fleet.context import FleetContext
 from fleet.core.agent_credential import agent_credential_verdict, read_token
+from fleet.core.model import TransportKind
 from fleet.doctor.checks import Options, register
 from fleet.doctor.model import Finding, failed, passed
 
@@ -28,7 +29,7 @@ def agent_credential(ctx: FleetContext, options: Options) -> Iterator[Finding]:
     fleet_token = os.environ.get(gh.token_env, "") or read_token(gh.token_file) or ""
     for w in ctx.inventory.workers:
         name = f"worker {w.name}: agent credential"
-        if w.agent_token_file and w.transport != "local":
+        if w.agent_token_file and w.transport != TransportKind.LOCAL:
             yield passed(name, f"{w.agent_token_file} is on {w.host}: compare it there by hand")
             continue
         v = agent_credential_verdict(

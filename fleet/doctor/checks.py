@@ -16,7 +16,7 @@ from typing import Any
 from fleet.board import check_identity, open_board
 from fleet.board.base import BoardError, BoardUnreadable, IdentityMismatch, LabelsDropped
 from fleet.context import FleetContext
-from fleet.core.model import Reach, StateReason, Status
+from fleet.core.model import Reach, StateReason, Status, SupervisorKind
 from fleet.doctor import worker as wscript
 from fleet.doctor.model import Finding, failed, passed
 from fleet.inventory import InventoryError, WorkerConfig, load
@@ -247,7 +247,8 @@ _REACH_FIX = {
 
 def _worker_script(ctx: FleetContext, w: WorkerConfig, token_file: str | None) -> Iterator[Finding]:
     try:
-        kind = "systemd" if isinstance(ctx.supervisor(w), SystemdSupervisor) else "portable"
+        systemd = isinstance(ctx.supervisor(w), SystemdSupervisor)
+        kind = SupervisorKind.SYSTEMD if systemd else SupervisorKind.PORTABLE
     except TransportError as exc:
         yield failed(
             f"worker {w.name}: supervisor", "unreachable", str(exc), _REACH_FIX[Reach.UNREACHABLE]

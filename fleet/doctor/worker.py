@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from fleet.core.model import SupervisorKind
 from fleet.doctor.model import Finding, failed, passed
 from fleet.transport import remote_path
 
@@ -29,7 +30,7 @@ class WorkerFacts:
     """What the script needs to know about one worker (from the inventory)."""
 
     name: str
-    supervisor: str  # "systemd" or "portable" (as detected)
+    supervisor: SupervisorKind  # SYSTEMD or PORTABLE (as detected)
     agent: str
     clone: str
     runner_clone: str | None
@@ -75,7 +76,7 @@ def _git_remote(check: str, clone: str, remote: str, origin: str | None = None) 
 
 
 def _supervisor(w: WorkerFacts) -> list[str]:
-    if w.supervisor == "systemd":
+    if w.supervisor == SupervisorKind.SYSTEMD:
         return [
             "if systemctl --user show-environment >/dev/null 2>&1; then "
             + _line("supervisor", "pass", "ok", "systemd user manager answers")
@@ -194,7 +195,7 @@ def parse(worker: str, stdout: str, facts: WorkerFacts) -> list[Finding]:
         else:
             out.append(failed(name, reason, detail, FIXES.get(reason, "see the detail")))
     expected = list(EXPECTED)
-    if facts.supervisor == "systemd":
+    if facts.supervisor == SupervisorKind.SYSTEMD:
         expected.append("lingering")
     if facts.runner_clone:
         expected.append("runner clone")

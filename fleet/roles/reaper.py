@@ -25,7 +25,7 @@ from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.core.markers import history, open_start
 from fleet.core.model import Snapshot
-from fleet.core.reap import REAP, ReapDecision, reap_decisions, reaped_marker, threshold_warning
+from fleet.core.reap import ReapDecision, reap_decisions, reaped_marker, threshold_warning
 from fleet.observe import probe_fleet, read_page
 from fleet.roles.base import drain_role, held
 from fleet.roles.engine import Failure, Result, Tier, each
@@ -212,4 +212,4 @@ def replay_reap(record: Mapping[str, Any]) -> Comparison:
 
 register("REAP", replay_reap)
 
-__all__ = ["REAP", "ReapReport", "Reaper", "reap", "replay_reap"]
+__all__ = ["ReapReport", "Reaper", "reap", "replay_reap"]

@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 from fleet.board.base import BoardPage
@@ -74,9 +75,22 @@ def classify(r: DispatchResult) -> Failure | None:
     return Failure.UNCLASSIFIED
 
 
+class TickOutcome(StrEnum):
+    """How one tick ended: the heartbeat's and the TICK record's ``outcome`` (fleet-status reads it)."""
+
+    DISPATCHED = "dispatched"
+    IDLE = "idle"
+    HALTED = "halted"
+    PAUSED = "paused"
+    DRAINING = "draining"
+    FAILED = "failed"
+    CRASHED = "crashed"
+    DRY_RUN = "dry-run"
+
+
 @dataclass
 class TickReport:
-    outcome: str  # dispatched | idle | halted | paused | draining | failed | crashed | dry-run
+    outcome: TickOutcome
     plan: Plan
     results: list[DispatchResult] = field(default_factory=list)
     exit: Exit = Exit.OK
@@ -239,7 +253,7 @@ def tick_record(report: TickReport, switches: Switches, *, apply: bool) -> dict[
         },
         **(
             {"error": report.error or report.plan.board_error}
-            if report.outcome in ("failed", "crashed")
+            if report.outcome in (TickOutcome.FAILED, TickOutcome.CRASHED)
             else {}
         ),
     }
@@ -255,8 +269,9 @@ def switched_off(ctx: FleetContext, switches: Switches, trace: Trace) -> TickRep
         halt = read_halt_file(Path(ctx.inventory.halt.file), now)
         if halt is not None:  # None: removed between the two reads, not halted any more
             trace.event("HALTED", lines=[halt_line(halt, now)])
-            return TickReport("halted", Plan(halts=(halt,)))
-    for outcome, switch in (("paused", switches.pause), ("draining", switches.drain)):
+            return TickReport(TickOutcome.HALTED, Plan(halts=(halt,)))
+    held = ((TickOutcome.PAUSED, switches.pause), (TickOutcome.DRAINING, switches.drain))
+    for outcome, switch in held:
         if switch is not None:
             line = (
                 f"fleet: sweep held by the {switch.name} "
@@ -274,7 +289,7 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
     trace = trace or Trace(state / "trace.jsonl")
     sweeper = Sweeper(ctx, trace, apply=apply)
     switches = read_switches(ctx.inventory)  # local files: read before anything else
-    report = TickReport("crashed", Plan(), exit=Exit.SWEEP_CRASHED)
+    report = TickReport(TickOutcome.CRASHED, Plan(), exit=Exit.SWEEP_CRASHED)
     try:
         switched = switched_off(ctx, switches, trace) if apply else None
         if switched is not None:
@@ -292,27 +307,29 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
                 escalate=escalate,
             )
         except Exception as exc:  # named in the heartbeat, then raised: a traceback is a bug
-            report = TickReport("crashed", sweeper.plan, exit=Exit.SWEEP_CRASHED, error=repr(exc))
+            report = TickReport(
+                TickOutcome.CRASHED, sweeper.plan, exit=Exit.SWEEP_CRASHED, error=repr(exc)
+            )
             raise
         plan = sweeper.plan
         if plan.board_error:
             # D5: the one fail-closed guard — only for --apply; a dry run reports and exits 0.
             code = Exit.BOARD_UNREADABLE if apply else Exit.OK
-            report = TickReport("failed", plan, exit=code)
+            report = TickReport(TickOutcome.FAILED, plan, exit=code)
         elif plan.halts:
-            report = TickReport("halted", plan, exit=Exit.OK)
+            report = TickReport(TickOutcome.HALTED, plan, exit=Exit.OK)
         elif not apply:
-            report = TickReport("dry-run", plan)
+            report = TickReport(TickOutcome.DRY_RUN, plan)
         elif sweeper.results:
             report = TickReport(
-                "dispatched",
+                TickOutcome.DISPATCHED,
                 plan,
                 sweeper.results,
                 retried=drained.retried,
                 unclassified=[int(e.item) for e in drained.unclassified],
             )
         else:
-            report = TickReport("idle", plan)
+            report = TickReport(TickOutcome.IDLE, plan)
         report.page = sweeper.page
         return report
     finally:

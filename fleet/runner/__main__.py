@@ -4,6 +4,10 @@ D11: a runner must never run stale code. When the worker names a ``runner_clone`
 its remote and verified (local HEAD equals the fetched ref, never trusting an exit code), then the
 runner re-executes itself from that clone exactly once, guarded by ``FLEET_RUNNER_REEXEC``. A clone
 that cannot be synced stops the run before it starts (exit 70) rather than run frozen doctrine.
+
+The dispatcher starts the runner from the clone (``PYTHONPATH``), so when the sync finds the clone
+already at the fetched ref, with a clean tree, the running process *is* the fresh code and the
+re-exec would buy nothing but a second interpreter start: it is left out, and the log says so.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ import subprocess
 import sys
 import traceback
 from datetime import UTC, datetime
+from pathlib import Path
 
+import fleet
 from fleet.board import check_identity, open_board
 from fleet.board.base import BoardError, IdentityMismatch
 from fleet.core.exits import PRESTART_CAUSES, RunExit
-from fleet.core.sync import parse_sync, sync_command
-from fleet.inventory import InventoryError, load
+from fleet.core.sync import SyncResult, SyncState, parse_sync, sync_command
+from fleet.inventory import InventoryError, WorkerConfig, load
 from fleet.private import private_umask
 from fleet.runner.prestart import PRESTART_EXITS, STATE_DIR_ENV, record_death
 from fleet.runner.run import Runner
@@ -38,12 +44,61 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def sync_self(clone: str, remote: str | None, run_id: str) -> tuple[bool, str]:
     """Step 1: sync the runner's clone; True when HEAD equals the freshly fetched ref."""
+    out = _sync(clone, remote, run_id)
+    return out.synced, f"{out.state}: {out.detail}"
+
+
+def _sync(clone: str, remote: str | None, run_id: str) -> SyncResult:
     cmd = sync_command(clone, origin=remote, note=f"runner sync for run {run_id}")
     res = subprocess.run(
         ["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=300, check=False
     )
-    out = parse_sync(res.stdout)
-    return out.synced, f"{out.state}: {out.detail}"
+    return parse_sync(res.stdout)
+
+
+def loaded_head(clone: str) -> str | None:
+    """The commit this process's code was loaded from, when it was loaded from ``clone``: the
+    clone's HEAD, read before the sync can move it. None when fleet came from anywhere else (an
+    installed copy), or the HEAD cannot be read: then only a re-exec runs the clone's code."""
+    package = Path(fleet.__file__).resolve().parent
+    root = Path(clone).expanduser().resolve()
+    if package.parent != root:
+        return None
+    res = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def _step_1(worker: WorkerConfig, run_id: str) -> int | None:
+    """Sync the runner clone; re-exec from it unless this process already is its fresh code.
+    Returns an exit code when the run must stop (70: stale), None to go on in this process."""
+    assert worker.runner_clone
+    before = loaded_head(worker.runner_clone)
+    out = _sync(worker.runner_clone, worker.runner_remote, run_id)
+    detail = f"{out.state}: {out.detail}"
+    if not out.synced:
+        print(
+            f"fleet-runner: runner clone {worker.runner_clone} not synced ({detail}); "
+            "refusing to run stale code (D11)",
+            file=sys.stderr,
+        )
+        return RunExit.STALE
+    if before is not None and out.state is SyncState.OK and out.detail == before:
+        print(
+            f"fleet-runner: runner clone synced ({detail}); this process was loaded from that "
+            "commit: no re-exec",
+            file=sys.stderr,
+        )
+        return None
+    env = dict(os.environ)
+    env[REEXEC_ENV] = run_id
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (worker.runner_clone, env.get("PYTHONPATH", "")) if p
+    )
+    print(f"fleet-runner: runner clone synced ({detail}); re-executing once", file=sys.stderr)
+    os.execve(sys.executable, [sys.executable, "-m", "fleet.runner", *sys.argv[1:]], env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,21 +148,9 @@ def _main(args: argparse.Namespace, state: dict[str, object]) -> int:
         return RunExit.NO_CONFIG
     state["state_dir"] = worker.state_dir
     if worker.runner_clone and os.environ.get(REEXEC_ENV) != args.run_id:
-        ok, detail = sync_self(worker.runner_clone, worker.runner_remote, args.run_id)
-        if not ok:
-            print(
-                f"fleet-runner: runner clone {worker.runner_clone} not synced ({detail}); "
-                "refusing to run stale code (D11)",
-                file=sys.stderr,
-            )
-            return RunExit.STALE
-        env = dict(os.environ)
-        env[REEXEC_ENV] = args.run_id
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (worker.runner_clone, env.get("PYTHONPATH", "")) if p
-        )
-        print(f"fleet-runner: runner clone synced ({detail}); re-executing once", file=sys.stderr)
-        os.execve(sys.executable, [sys.executable, "-m", "fleet.runner", *sys.argv[1:]], env)
+        stop = _step_1(worker, args.run_id)
+        if stop is not None:
+            return stop
     elif not worker.runner_clone:
         print(
             "fleet-runner: no runner_clone configured for this worker; running the installed fleet",

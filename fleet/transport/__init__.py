@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fleet.core.model import TransportKind
 from fleet.transport.base import (
     CommandTimeout,
     RunResult,
@@ -48,9 +49,9 @@ def __getattr__(name: str) -> Any:
 def transport_for(worker: WorkerConfig) -> Transport:
     """The transport an inventory worker names: ``local`` or ``ssh`` (``master`` is the ssh user)."""
     kind = worker.transport
-    if kind == "local":
+    if kind == TransportKind.LOCAL:
         return LocalTransport(worker.name, path_prefix=worker.path_prefix)
-    if kind == "ssh":
+    if kind == TransportKind.SSH:
         if not worker.master:
             raise ValueError(f"worker {worker.name!r}: an ssh worker needs a master (ssh user)")
         from fleet.transport.ssh import SSHTransport

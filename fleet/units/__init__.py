@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from fleet.core.model import issue_of, unit_name
+from fleet.core.model import SupervisorKind, issue_of, unit_name
 from fleet.units.base import (
     Claim,
     ClaimCode,
@@ -49,7 +49,7 @@ __all__ = [
     "unit_name",
 ]
 
-KINDS = ("auto", "systemd", "portable")
+KINDS = tuple(SupervisorKind)
 # Bounds the detection round trip: show-environment answers in milliseconds or not at all.
 DETECT_TIMEOUT_S = 20.0
 
@@ -66,7 +66,7 @@ def choose_supervisor(
     master: str,
     state_dir: str,
     python: str,
-    kind: str = "auto",
+    kind: SupervisorKind = SupervisorKind.AUTO,
     notify: bool = False,
 ) -> Supervisor:
     """The worker's supervisor: ``kind`` from the inventory, or ``auto`` — systemd when
@@ -78,14 +78,15 @@ def choose_supervisor(
     unreachable worker is not a worker without systemd (D20).
     """
     if kind not in KINDS:
-        raise ValueError(f"supervisor kind must be one of {KINDS}, got {kind!r}")
-    if kind == "auto":
+        names = tuple(k.value for k in KINDS)
+        raise ValueError(f"supervisor kind must be one of {names}, got {kind!r}")
+    if kind == SupervisorKind.AUTO:
         kind = (
-            "systemd"
+            SupervisorKind.SYSTEMD
             if transport.run(detect_command(), timeout=DETECT_TIMEOUT_S).ok
-            else "portable"
+            else SupervisorKind.PORTABLE
         )
-    if kind == "systemd":
+    if kind == SupervisorKind.SYSTEMD:
         notifier = NOTIFIER_TEMPLATE if notify else None
         return SystemdSupervisor(transport, worker=worker, master=master, notifier=notifier)
     portable_notifier = (

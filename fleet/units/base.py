@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from fleet.core.model import Unit
+from fleet.core.model import SupervisorKind, Unit
 
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -76,7 +76,7 @@ class Supervisor(Protocol):
     """Named units on one worker under one master. Every method is one transport round trip,
     except ``stop``, which is one round trip that waits on the worker until the name is free."""
 
-    kind: str  # "systemd" | "portable"
+    kind: SupervisorKind  # SYSTEMD or PORTABLE: AUTO is resolved before a supervisor exists
     worker: str
     master: str
 

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fleet.core.model import Unit, check_issue
+from fleet.core.model import SupervisorKind, Unit, check_issue
 from fleet.units.base import (
     Claim,
     ClaimCode,
@@ -187,7 +187,7 @@ class PortableSupervisor:
     is ignored (D3 property 4).
     """
 
-    kind = "portable"
+    kind = SupervisorKind.PORTABLE
 
     def __init__(
         self,

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from fleet.core.model import Unit, check_issue, issue_of, unit_name
+from fleet.core.model import SupervisorKind, Unit, check_issue, issue_of, unit_name
 from fleet.units.base import (
     FINISHED_STATES,
     LIVE_STATES,
@@ -330,7 +330,7 @@ class SystemdSupervisor:
     :func:`notifier_install_command`); a template gets the unit's name as its instance.
     """
 
-    kind = "systemd"
+    kind = SupervisorKind.SYSTEMD
 
     def __init__(
         self, transport: Transport, *, worker: str, master: str, notifier: str | None = None

@@ -23,37 +23,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fleet.control.switches import Switch, Switches
+from fleet.control.switches import Switch, Switches, SwitchName
 from fleet.core.authority import halt_issues
 from fleet.core.canary import CANARY, canary_text
 from fleet.core.idle import idle, place
 from fleet.core.markers import Kind, history, parked_until
 from fleet.core.model import (
     CapacitySource,
+    HaltSource,
     Plan,
     Reach,
     Snapshot,
     Waiting,
+    WaitState,
     WorkerView,
     parse_iso,
     unit_name,
 )
 from fleet.core.safe_text import printable
-from fleet.core.select import (
-    CAPACITY_LOOP,
-    DARK,
-    DEAD_ON_LAUNCH,
-    DEAD_ON_LAUNCH_REMEDY,
-    ELIGIBLE,
-    EXHAUSTED,
-    LATCHED,
-    PARKED,
-    RUNNING,
-    TOMBSTONE,
-    UNREACHABLE,
-    age_text,
-    halt_line,
-)
+from fleet.core.select import DEAD_ON_LAUNCH_REMEDY, age_text, halt_line
 
 HEARTBEAT_FILE = "heartbeat.json"
 HEALTHY = "healthy"
@@ -154,36 +142,36 @@ def explain(w: Waiting, snap: Snapshot) -> str:
     """select's reason, with the where/since/until/remedy a newcomer needs to read it as normal."""
     issue = snap.issue(w.issue)
     h = history(issue, snap.policy) if issue is not None else None
-    if w.state == RUNNING:
+    if w.state == WaitState.RUNNING:
         return _running(w, snap)
-    if w.state == LATCHED and h is not None:
+    if w.state == WaitState.LATCHED and h is not None:
         last = h.last_marker
         if last is not None and last.kind is Kind.START:
             return _in_flight_without_unit(w, snap, last.at)
         return f"{w.reason} — a latch: reopen it or comment a line fleet:release to run it again"
-    if w.state == PARKED and h is not None:
+    if w.state == WaitState.PARKED and h is not None:
         due = parked_until(h)
         if due is not None and h.park is None:
             return f"parked until {_stamp(due)} (in {_ago(due, snap.now)}): a retry (D7)"
-    if w.state == DARK:
+    if w.state == WaitState.DARK:
         return f"{w.reason}: {_dark_workers(snap)}"
-    if w.state == UNREACHABLE:
+    if w.state == WaitState.UNREACHABLE:
         blind = "; ".join(f"{v.name}: {v.reach.value} ({v.detail})" for v in snap.workers)
         return f"{w.reason}: {blind}"
-    if w.state == EXHAUSTED:
+    if w.state == WaitState.EXHAUSTED:
         return (
             f"exhausted attempts: {w.reason} — a human decides; comment a line fleet:release "
             "(or reopen) for a fresh budget"
         )
-    if w.state == CAPACITY_LOOP:
+    if w.state == WaitState.CAPACITY_LOOP:
         return (
             f"hitting limits worker after worker: {w.reason} since the last release — the issue "
             "itself may be the cause (read the runs' agent.log); comment a line fleet:release "
             "(or reopen) to run it again"
         )
-    if w.state == DEAD_ON_LAUNCH:
+    if w.state == WaitState.DEAD_ON_LAUNCH:
         return f"{w.reason} — {DEAD_ON_LAUNCH_REMEDY}"
-    if w.state == TOMBSTONE:
+    if w.state == WaitState.TOMBSTONE:
         return (
             f"{w.reason}: the run reported success but the issue is still open — close it if "
             "the work landed, or comment a line fleet:release to run it again"
@@ -195,9 +183,9 @@ def _holds(switches: Switches | None) -> tuple[str | None, str]:
     if switches is None:
         return None, ""
     if switches.pause is not None:
-        return "PAUSE", "but PAUSE is on: only cancels are decided"
+        return SwitchName.PAUSE, "but PAUSE is on: only cancels are decided"
     if switches.drain is not None:
-        return "DRAIN", "but DRAIN is on: no new work starts"
+        return SwitchName.DRAIN, "but DRAIN is on: no new work starts"
     return None, ""
 
 
@@ -209,7 +197,7 @@ def items(snap: Snapshot, plan: Plan, switches: Switches | None = None) -> list[
         out.append(
             {
                 "issue": d.issue,
-                "state": ELIGIBLE,
+                "state": WaitState.ELIGIBLE,
                 "predicate": None,
                 "reason": f"{reason} — {held}" if held else reason,
                 "held_by": held_by,
@@ -240,12 +228,12 @@ def items(snap: Snapshot, plan: Plan, switches: Switches | None = None) -> list[
 # -- workers -------------------------------------------------------------------------------------
 def _worker_state(v: WorkerView) -> str:
     if v.reach is Reach.UNREACHABLE:
-        return UNREACHABLE
+        return WaitState.UNREACHABLE
     if not v.reachable:
         return v.reach.value  # no-permission / no-runner: check 8's other answers (D20)
     if v.canary:
         return CANARY  # dark, but its one probe run may go now (fleet.core.canary)
-    return DARK if v.dark else HEALTHY
+    return WaitState.DARK if v.dark else HEALTHY
 
 
 def _worker_reason(v: WorkerView, now: datetime) -> str:
@@ -312,8 +300,8 @@ def _switch_json(s: Switch | None, now: datetime) -> dict[str, Any]:
 
 def switches_json(snap: Snapshot, plan: Plan, switches: Switches | None) -> dict[str, Any]:
     """Every switch, on or off. PAUSE/DRAIN are ``{"on": null}`` when this caller did not read them."""
-    files = [h for h in plan.halts if h.source == "file"]
-    issues = [h for h in plan.halts if h.source == "issue"]
+    files = [h for h in plan.halts if h.source == HaltSource.FILE]
+    issues = [h for h in plan.halts if h.source == HaltSource.ISSUE]
     unknown: dict[str, Any] = {"on": None}
     _, ignored = halt_issues(snap.issues, snap.policy)
     return {

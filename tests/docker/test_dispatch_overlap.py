@@ -33,7 +33,7 @@ from fleet.control.cancel import cancel
 from fleet.core.exits import Exit
 from fleet.core.markers import TERMINAL, Kind, history, render
 from fleet.core.model import CIState, Issue
-from fleet.core.reap import COULD_NOT_CHECK, REAP
+from fleet.core.reap import ReapState
 from fleet.inventory import load
 from fleet.observe import probe_fleet
 from fleet.roles.reaper import reap
@@ -239,8 +239,8 @@ def test_a_frozen_worker_blocks_only_the_reaps_of_its_own_starts(overlap: Overla
     finally:
         _docker("unpause", silent.container)
     states = {d.issue: d.state for d in report.decisions}
-    assert states[orphans["w1"]] == states[orphans["w2"]] == REAP, report.to_json()
-    assert states[orphans["w3"]] == COULD_NOT_CHECK, report.to_json()
+    assert states[orphans["w1"]] == states[orphans["w2"]] == ReapState.REAP, report.to_json()
+    assert states[orphans["w3"]] == ReapState.COULD_NOT_CHECK, report.to_json()
     assert sorted(report.reaped) == sorted([orphans["w1"], orphans["w2"]])
     assert any(u.startswith("w3") for u in report.unchecked), report.unchecked
     for on, n in orphans.items():

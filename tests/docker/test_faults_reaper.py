@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from fleet.core.markers import Kind, history
-from fleet.core.model import Issue
-from fleet.core.reap import COULD_NOT_CHECK, REAP
+from fleet.core.model import Issue, WaitState
+from fleet.core.reap import ReapState
 from fleet.core.repair import who
-from fleet.core.select import LATCHED, RUNNING, select
+from fleet.core.select import select
 from fleet.dispatch import dispatch, runner_argv
 from fleet.observe import probe_worker, snapshot
 from fleet.roles.reaper import reap
@@ -113,11 +113,11 @@ def test_a_killed_worker_is_not_reaped_until_it_is_back_then_the_item_completes(
         # Could-not-check, not "no unit": the item keeps its start, and stays latched.
         assert report.reaped == [], report.to_json()
         decision = next(d for d in report.decisions if d.issue == n)
-        assert (decision.reap, decision.state) == (False, COULD_NOT_CHECK), decision.why
+        assert (decision.reap, decision.state) == (False, ReapState.COULD_NOT_CHECK), decision.why
         assert any(u.startswith(f"{w} (unreachable") for u in report.unchecked), report.unchecked
         assert kinds(ff.issue(n)) == [Kind.START]
         waiting = plan.reason_for(n)
-        assert waiting is not None and waiting.state == LATCHED, waiting
+        assert waiting is not None and waiting.state == WaitState.LATCHED, waiting
     finally:
         docker("start", container)
         ff.refresh()  # a new port, a new known_hosts, the inventory rewritten
@@ -127,7 +127,7 @@ def test_a_killed_worker_is_not_reaped_until_it_is_back_then_the_item_completes(
     with ff.context() as ctx:
         report = reap(ctx, apply=True)
     assert report.reaped == [n], report.to_json()
-    assert next(d for d in report.decisions if d.issue == n).state == REAP
+    assert next(d for d in report.decisions if d.issue == n).state == ReapState.REAP
     assert kinds(ff.issue(n)) == [Kind.START, Kind.REAPED]
 
     done = _completes_after_reap(ff, left, n)
@@ -219,4 +219,6 @@ def test_duplicate_units_on_two_masters_are_repaired_oldest_wins(
     assert Kind.SUCCESS not in kinds(issue) and Kind.FAILED not in kinds(issue)
     with ff.context() as ctx:
         waiting = select(snapshot(ctx)).reason_for(n)
-    assert waiting is not None and waiting.state == RUNNING, waiting  # held by the kept run
+    assert waiting is not None and waiting.state == WaitState.RUNNING, (
+        waiting
+    )  # held by the kept run

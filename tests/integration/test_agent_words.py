@@ -18,7 +18,8 @@ import pytest
 
 from fleet.core.exits import Exit, RunExit
 from fleet.core.markers import Kind, history
-from fleet.core.select import CAPACITY_LOOP, select
+from fleet.core.model import WaitState
+from fleet.core.select import select
 from fleet.dispatch import Request, dispatch_batch
 from fleet.observe import snapshot
 from fleet.runner.capacity import capacity_path, read_capacity
@@ -62,7 +63,7 @@ def test_a_final_message_in_the_limit_form_is_dark_unknown_and_bounded_per_issue
         assert h.attempts == 0 and len(h.capacity) == cap  # free of the attempt budget (D8) ...
         plan = select(snapshot(f.ctx))
         (waiting,) = [w for w in plan.waiting if w.issue == n]
-        assert waiting.state == CAPACITY_LOOP  # ... and bounded on their own
+        assert waiting.state == WaitState.CAPACITY_LOOP  # ... and bounded on their own
         assert n not in [d.issue for d in plan.dispatch]
         # the sweeper's dispatch re-asks it of its fresh read (D15), under its own exit code
         (r,) = dispatch_batch(f.ctx, [Request(n, "w1")])

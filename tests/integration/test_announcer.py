@@ -20,13 +20,18 @@ from fleet.board.base import Board
 from fleet.board.local import LocalBoard
 from fleet.cmd.announce import announce_cmd
 from fleet.context import FleetContext
-from fleet.control.switches import PAUSE, flag_path, remove_switch, write_halt_file, write_switch
+from fleet.control.switches import (
+    SwitchName,
+    flag_path,
+    remove_switch,
+    write_halt_file,
+    write_switch,
+)
 from fleet.core.announce import NO_RESET_BOUND_S, StallKind
 from fleet.core.closing import has_live_keyword
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind, render
-from fleet.core.model import Capacity, CapacitySource, CIState, Issue, Status
-from fleet.core.select import HELD
+from fleet.core.model import Capacity, CapacitySource, CIState, Issue, Status, WaitState
 from fleet.inventory import load
 from fleet.observe import snapshot
 from fleet.roles.announcer import AnnounceReport, announce
@@ -78,8 +83,8 @@ def later(f: Fleet, seconds: float) -> FleetContext:
 def beat(f: Fleet) -> None:
     """A real --apply sweep writes the real heartbeat file, as the timer's sweeper does (a dry run
     writes its own file); a pause keeps it from launching this test's issues."""
-    pause = flag_path(f.inventory, PAUSE)
-    write_switch(PAUSE, pause, "test: heartbeat only", author="test")
+    pause = flag_path(f.inventory, SwitchName.PAUSE)
+    write_switch(SwitchName.PAUSE, pause, "test: heartbeat only", author="test")
     try:
         assert tick(f.ctx, apply=True).outcome == "paused"
     finally:
@@ -144,7 +149,7 @@ def test_a_report_is_never_dispatched(fleet: Fleet) -> None:
     report = tick(fleet.ctx, apply=True)
     assert report.outcome == "idle" and not report.results
     waiting = report.plan.reason_for(number)
-    assert waiting is not None and (waiting.predicate, waiting.state) == (9, HELD)
+    assert waiting is not None and (waiting.predicate, waiting.state) == (9, WaitState.HELD)
     issue = fleet.board.issue(number)
     assert issue is not None and issue.comments == ()  # no run ever touched it
 

@@ -25,8 +25,8 @@ from fleet.board import open_board
 from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind, history
-from fleet.core.model import CIState
-from fleet.core.select import LATCHED, select
+from fleet.core.model import CIState, WaitState
+from fleet.core.select import select
 from fleet.dispatch import dispatch
 from fleet.inventory import load
 from fleet.observe import snapshot
@@ -230,7 +230,7 @@ def test_cancel_ends_a_hanging_agent_and_its_children_even_while_halted_and_paus
     assert fleet_cli(fleet, "unpause").returncode == 0
     plan = select(snapshot(fleet.ctx))
     held = plan.reason_for(n)
-    assert held is not None and held.state == LATCHED and "cancelled" in held.reason
+    assert held is not None and held.state == WaitState.LATCHED and "cancelled" in held.reason
     report = tick(fleet.ctx, apply=True)
     assert n not in [res.issue for res in report.results]
     assert kinds(fleet.board.issue(n)) == [Kind.START, Kind.STOPPED, Kind.CANCELLED]  # type: ignore[arg-type]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from fleet.core.exits import RunExit
-from fleet.core.select import DEAD_ON_LAUNCH, select
+from fleet.core.model import WaitState
+from fleet.core.select import select
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
 from fleet.runner.prestart import deaths_path
@@ -65,9 +66,9 @@ def test_launches_that_die_before_the_start_marker_stop_at_the_cap(tmp_path: Pat
         snap = snapshot(f.ctx)
         plan = select(snap)
         waiting = plan.reason_for(n)
-        assert waiting is not None and waiting.state == DEAD_ON_LAUNCH, waiting
+        assert waiting is not None and waiting.state == WaitState.DEAD_ON_LAUNCH, waiting
         row = next(r for r in as_json(snap, plan, None)["items"] if r["issue"] == n)
-        assert row["state"] == DEAD_ON_LAUNCH
+        assert row["state"] == WaitState.DEAD_ON_LAUNCH
         assert "stale runner clone" in row["reason"] and "fleet:release" in row["reason"]
 
         # A human who fixed the cause releases it: the count starts again from the release.

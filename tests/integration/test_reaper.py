@@ -20,7 +20,7 @@ from fleet.board import open_board
 from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind, history, render
-from fleet.core.reap import COULD_NOT_CHECK, LIVE, REAP, TOO_YOUNG
+from fleet.core.reap import ReapState
 from fleet.core.select import select
 from fleet.dispatch import dispatch
 from fleet.inventory import load
@@ -73,22 +73,22 @@ def test_a_sigkilled_runner_is_reaped_only_after_the_probe_shows_no_unit(fleet: 
     with late(fleet) as old:
         # live: however old the start reads, the probe holds it
         report = reap(old, apply=True)
-        assert decision(report, n).state == LIVE and report.reaped == []
+        assert decision(report, n).state == ReapState.LIVE and report.reaped == []
         assert kinds(fleet.board.issue(n)) == [Kind.START]  # type: ignore[arg-type]
 
         os.kill(runner_pid(fleet, n), signal.SIGKILL)  # no close-out is possible
 
         # with the real clock: live until the supervisor has taken the tree, then too young
         end = time.monotonic() + UNIT_END_DEADLINE_S
-        while (d := decision(reap(fleet.ctx, apply=True), n)).state == LIVE:
+        while (d := decision(reap(fleet.ctx, apply=True), n)).state == ReapState.LIVE:
             assert time.monotonic() < end, "the unit did not end after its runner was killed"
             time.sleep(POLL_S)
-        assert d.state == TOO_YOUNG and "blinked" in d.why
+        assert d.state == ReapState.TOO_YOUNG and "blinked" in d.why
         assert kinds(fleet.board.issue(n)) == [Kind.START]  # type: ignore[arg-type]
 
         before = all_comments(fleet.board)
         dry = reap(old, apply=False)
-        assert (dry.outcome, decision(dry, n).state) == ("dry-run", REAP)
+        assert (dry.outcome, decision(dry, n).state) == ("dry-run", ReapState.REAP)
         assert all_comments(fleet.board) == before  # a dry run writes nothing
 
         report = reap(old, apply=True)
@@ -133,7 +133,7 @@ def test_an_unreachable_worker_blocks_only_the_reaps_of_its_own_starts(tmp_path:
         assert report.reaped == [mine], report.to_json()
         assert kinds(f.board.issue(mine)) == [Kind.START, Kind.REAPED]  # type: ignore[arg-type]
         d = decision(report, n)
-        assert (d.reap, d.state) == (False, COULD_NOT_CHECK)
+        assert (d.reap, d.state) == (False, ReapState.COULD_NOT_CHECK)
         assert "ghost" in d.why
         assert [u.split(" ")[0] for u in report.unchecked] == ["ghost"]
         assert kinds(f.board.issue(n)) == [Kind.START]  # type: ignore[arg-type]

@@ -17,8 +17,8 @@ import pytest
 
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind, history
-from fleet.core.model import Unit
-from fleet.core.select import RUNNING, select
+from fleet.core.model import Unit, WaitState
+from fleet.core.select import select
 from fleet.core.sync import parse_sync, sync_command
 from fleet.dispatch import new_run_id, runner_argv
 from fleet.observe import snapshot
@@ -117,7 +117,7 @@ def test_repair_keeps_the_older_unit_and_stops_the_other(fleet: Fleet) -> None:
         assert (last.get("kept"), last.get("stopped")) == ("w1", "w2")
         # superseded is no latch, and no failure: the kept unit holds the issue as running
         waiting = select(snapshot(fleet.ctx)).reason_for(n)
-        assert waiting is not None and waiting.state == RUNNING and "w1" in waiting.reason
+        assert waiting is not None and waiting.state == WaitState.RUNNING and "w1" in waiting.reason
 
         assert repair(fleet.ctx, apply=True).outcome == "nothing"  # one unit left: nothing to do
         replayed = replay_file(Path(fleet.inventory.state_dir) / "trace.jsonl")

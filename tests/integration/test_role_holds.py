@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from fleet.context import FleetContext
-from fleet.control.switches import PAUSE, flag_path, halt_path, remove_switch, write_switch
+from fleet.control.switches import SwitchName, flag_path, halt_path, remove_switch, write_switch
 from fleet.core.markers import Kind, render
 from fleet.roles.announcer import announce
 from fleet.roles.reaper import reap
@@ -31,7 +31,11 @@ def test_reap_is_held_by_a_pause_or_halt_and_runs_once_lifted(
     fleet: Fleet, switch: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
     n, late = _orphan(fleet)
-    path = flag_path(fleet.inventory, PAUSE) if switch == PAUSE else halt_path(fleet.inventory)
+    path = (
+        flag_path(fleet.inventory, SwitchName.PAUSE)
+        if switch == SwitchName.PAUSE
+        else halt_path(fleet.inventory)
+    )
     write_switch(switch, path, "forge migration", author="ops")
     before = all_comments(fleet.board)
     with late:
@@ -49,23 +53,23 @@ def test_reap_is_held_by_a_pause_or_halt_and_runs_once_lifted(
 
 def test_announce_is_held_by_a_pause(fleet: Fleet) -> None:
     """No heartbeat was ever written: a stall the announcer reports — but not while paused."""
-    write_switch(PAUSE, flag_path(fleet.inventory, PAUSE), "", author="ops")
+    write_switch(SwitchName.PAUSE, flag_path(fleet.inventory, SwitchName.PAUSE), "", author="ops")
     held = announce(fleet.ctx, apply=True)
     assert held.outcome == "held"
     assert fleet.board.list_issues() == ()  # type: ignore[attr-defined]
-    remove_switch(flag_path(fleet.inventory, PAUSE))
+    remove_switch(flag_path(fleet.inventory, SwitchName.PAUSE))
     assert announce(fleet.ctx, apply=True).outcome == "filed"
     assert len(fleet.board.list_issues()) == 1  # type: ignore[attr-defined]
 
 
 def test_setting_drain_again_without_a_reason_keeps_who_and_why(fleet: Fleet) -> None:
     from fleet.cmd.control import set_flag
-    from fleet.control.switches import DRAIN, read_switch
+    from fleet.control.switches import SwitchName, read_switch
 
     inv = str(fleet.inventory_path)
-    set_flag(inv, DRAIN, "kernel upgrade", "ops")
-    set_flag(inv, DRAIN, "", None)  # `invoke drain --wait 600` to watch it
-    again = read_switch(DRAIN, flag_path(fleet.inventory, DRAIN))
+    set_flag(inv, SwitchName.DRAIN, "kernel upgrade", "ops")
+    set_flag(inv, SwitchName.DRAIN, "", None)  # `invoke drain --wait 600` to watch it
+    again = read_switch(SwitchName.DRAIN, flag_path(fleet.inventory, SwitchName.DRAIN))
     assert again is not None and (again.reason, again.author) == ("kernel upgrade", "ops")
 
 
@@ -73,7 +77,9 @@ def test_a_held_apply_does_not_say_apply(fleet: Fleet) -> None:
     from fleet.cmd.hygiene import reap_lines
 
     n, late = _orphan(fleet)
-    write_switch(PAUSE, flag_path(fleet.inventory, PAUSE), "audit", author="ops")
+    write_switch(
+        SwitchName.PAUSE, flag_path(fleet.inventory, SwitchName.PAUSE), "audit", author="ops"
+    )
     with late:
         lines = reap_lines(reap(late, apply=True), apply=True)
     assert lines[0].startswith("held") and f"#{n}: would reap" in "\n".join(lines)

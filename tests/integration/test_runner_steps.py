@@ -229,7 +229,9 @@ def test_an_issue_disposed_of_after_dispatch_stops_its_runner_silently(
         assert (result["result"], result["exit_code"]) == ("exited", RunExit.OK), (result, log)
         assert result["notifier"] is None  # exit 0: no OnFailure alarm
         assert "(check 11); stopping silently" in log, log
-        assert "re-executing once" in log  # it reached step 3 through step 1, from the clone
+        # It reached step 3 through step 1, from the clone: the first sync made the clone, so the
+        # process that started from the installed code re-executed into it.
+        assert "re-executing once" in log, log
         issue = f.board.issue(n)
         assert issue is not None and issue.comments == (), "check 11 posted to the board"
         assert not (Path(worker(f).state_dir) / "runs").exists()  # no run dir, no worktree
@@ -270,6 +272,27 @@ def test_the_runner_syncs_its_clone_and_reexecs_from_it_exactly_once(tmp_path: P
         # The code that ran is the clone's new head, not the installed fleet nor the stale clone.
         assert start.get("brief") == "clone-2"
         assert start.get("run") == "r-sync"
+
+
+def test_a_runner_started_from_a_fresh_clone_runs_on_without_a_reexec(tmp_path: Path) -> None:
+    """Started from the clone (as dispatch starts it), at the fetched head with a clean tree: this
+    process is the fresh code, so step 1 goes on without a second interpreter; a stale or dirty
+    clone still re-executes (the tests above)."""
+    remote = RunnerRemote(tmp_path)
+    head = remote.publish("clone-fresh")
+    clone = tmp_path.resolve() / "workers" / "w1" / "runner"
+    git("clone", "-q", str(remote.bare), str(clone))
+    extra = {"runner_clone": str(clone), "runner_remote": str(remote.bare)}
+    with fleet_at(tmp_path, worker_extra=extra) as f:
+        n = f.board.create_issue("Add a greeting", "body")
+        done = run_runner(f, n, "r-fresh", env={"PYTHONPATH": str(clone)})
+        assert done.returncode == RunExit.OK, done.stderr
+        assert "no re-exec" in done.stderr and "re-executing" not in done.stderr, done.stderr
+        assert git("rev-parse", "HEAD", cwd=clone) == head
+        issue = f.board.issue(n)
+        assert issue is not None and kinds(issue) == [Kind.START, Kind.SUCCESS]
+        start = history(issue, "fleet").last_of(Kind.START)
+        assert start is not None and start.get("brief") == "clone-fresh"  # the clone's code ran
 
 
 def test_the_reexec_guard_skips_the_sync_for_its_own_run_only(tmp_path: Path) -> None:

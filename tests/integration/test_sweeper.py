@@ -11,7 +11,7 @@ import pytest
 
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
-from fleet.control.switches import DRAIN, PAUSE, flag_path, write_halt_file, write_switch
+from fleet.control.switches import SwitchName, flag_path, write_halt_file, write_switch
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind
 from fleet.core.model import CIState
@@ -74,7 +74,9 @@ def test_an_unreadable_board_fails_closed_only_for_apply(
     assert _heartbeat(fleet, apply)["outcome"] == "failed"
 
 
-@pytest.mark.parametrize(("switch", "outcome"), [(PAUSE, "paused"), (DRAIN, "draining")])
+@pytest.mark.parametrize(
+    ("switch", "outcome"), [(SwitchName.PAUSE, "paused"), (SwitchName.DRAIN, "draining")]
+)
 def test_a_paused_or_draining_sweep_dispatches_nothing_and_says_so(
     fleet: Fleet, switch: str, outcome: str
 ) -> None:
@@ -114,7 +116,7 @@ def _watched(fleet: Fleet) -> tuple[FleetContext, list[str]]:
     return FleetContext(fleet.inventory, board, transport_factory=factory), opened
 
 
-@pytest.mark.parametrize("switch", ["halt file", PAUSE, DRAIN])
+@pytest.mark.parametrize("switch", ["halt file", SwitchName.PAUSE, SwitchName.DRAIN])
 def test_a_file_switch_holds_the_tick_before_anything_reaches_the_network(
     fleet: Fleet, switch: str
 ) -> None:
@@ -128,7 +130,10 @@ def test_a_file_switch_holds_the_tick_before_anything_reaches_the_network(
     ctx, opened = _watched(fleet)
     with ctx:
         report = tick(ctx, apply=True)
-    assert report.outcome == {"halt file": "halted", PAUSE: "paused", DRAIN: "draining"}[switch]
+    assert (
+        report.outcome
+        == {"halt file": "halted", SwitchName.PAUSE: "paused", SwitchName.DRAIN: "draining"}[switch]
+    )
     assert (_CountingBoard.reads, opened) == (0, [])
 
 
@@ -144,7 +149,7 @@ def test_the_halt_issue_holds_the_tick_before_any_worker_is_probed(fleet: Fleet)
 
 
 @pytest.mark.parametrize(
-    ("switch", "code"), [("halt file", Exit.HALTED_FILE), (PAUSE, Exit.PAUSED)]
+    ("switch", "code"), [("halt file", Exit.HALTED_FILE), (SwitchName.PAUSE, Exit.PAUSED)]
 )
 def test_dispatch_reads_the_file_switches_before_the_board(
     fleet: Fleet, switch: str, code: Exit

@@ -40,10 +40,11 @@ from fleet.core.model import (
     Policy,
     Reach,
     Snapshot,
+    WaitState,
     WorkerView,
     iso,
 )
-from fleet.core.select import HELD, select
+from fleet.core.select import select
 from fleet.inventory import loads
 from tests.builders import (
     CLOSING_TEXT,
@@ -577,7 +578,7 @@ def test_a_report_labelled_issue_is_held_by_select_even_when_queued() -> None:
     plan = select(snapshot(issue(1, labels=["fleet-report"], status="Todo")))
     assert plan.dispatch == ()
     w = plan.reason_for(1)
-    assert w is not None and (w.predicate, w.state) == (9, HELD)
+    assert w is not None and (w.predicate, w.state) == (9, WaitState.HELD)
     assert "fleet-report" in w.reason
 
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from fleet.core.announce import StallKind, assess, report_for, title_for
 from fleet.core.closing import has_live_keyword
 from fleet.core.markers import Kind
-from fleet.core.model import LaunchDeath, iso
-from fleet.core.select import DEAD_ON_LAUNCH, EXHAUSTED, select
+from fleet.core.model import LaunchDeath, WaitState, iso
+from fleet.core.select import select
 from fleet.inventory import WorkerConfig
 from fleet.observe import probe_command, split_deaths, split_probe
 from fleet.runner.prestart import deaths_path, forget_issue, parse_deaths, record_death
@@ -43,7 +43,7 @@ def test_deaths_under_the_cap_leave_the_item_eligible() -> None:
 def test_deaths_at_the_cap_are_their_own_state() -> None:
     plan = select(_snap(issue(1), deaths=_deaths(1, 3)))
     w = plan.reason_for(1)
-    assert w is not None and (w.predicate, w.state) == (7, DEAD_ON_LAUNCH)
+    assert w is not None and (w.predicate, w.state) == (7, WaitState.DEAD_ON_LAUNCH)
     assert "3 launches died before their start marker" in w.reason
     assert "w1 exit 70 (stale runner clone)" in w.reason
 
@@ -53,26 +53,26 @@ def test_a_later_word_on_the_issue_restarts_the_count() -> None:
     for word in (release(), marker(Kind.FAILED, at=after)):
         word = replace(word, created_at=after)
         plan = select(_snap(issue(1, timeline=[word]), deaths=_deaths(1, 3)))
-        assert plan.reason_for(1) is None or plan.reason_for(1).state != DEAD_ON_LAUNCH  # type: ignore[union-attr]
+        assert plan.reason_for(1) is None or plan.reason_for(1).state != WaitState.DEAD_ON_LAUNCH  # type: ignore[union-attr]
 
 
 def test_another_issue_s_deaths_do_not_count() -> None:
     plan = select(_snap(issue(1), issue(2), deaths=_deaths(2, 5)))
     assert 1 in [d.issue for d in plan.dispatch]
-    assert plan.reason_for(2).state == DEAD_ON_LAUNCH  # type: ignore[union-attr]
+    assert plan.reason_for(2).state == WaitState.DEAD_ON_LAUNCH  # type: ignore[union-attr]
 
 
 def test_exhausted_attempts_are_named_first() -> None:
     spent = [m for _ in range(3) for m in (marker(Kind.START), marker(Kind.FAILED))]
     plan = select(_snap(issue(1, timeline=spent), deaths=_deaths(1, 3, minutes_ago=-1)))
-    assert plan.reason_for(1).state == EXHAUSTED  # type: ignore[union-attr]
+    assert plan.reason_for(1).state == WaitState.EXHAUSTED  # type: ignore[union-attr]
 
 
 def test_status_and_the_announcer_name_it_with_its_remedy() -> None:
     snap = _snap(issue(1, title="Fixes #9 quietly"), deaths=_deaths(1, 3, code=73))
     plan = select(snap)
     row = next(r for r in as_json(snap, plan, None)["items"] if r["issue"] == 1)
-    assert row["state"] == DEAD_ON_LAUNCH
+    assert row["state"] == WaitState.DEAD_ON_LAUNCH
     assert "73 = the inventory" in row["reason"] and "fleet:release" in row["reason"]
     found = assess(snap, {"at": iso(NOW), "outcome": "idle"}, NOW, snap.policy)
     (stall,) = [s for s in found.stalls if s.issue == 1]

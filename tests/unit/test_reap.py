@@ -13,17 +13,9 @@ from hypothesis import strategies as st
 
 from fleet.cmd.hygiene import reap_lines
 from fleet.core.markers import Kind, history, open_start, parse
-from fleet.core.model import Comment, Issue, Policy, Reach, Snapshot, WorkerView
-from fleet.core.reap import (
-    COULD_NOT_CHECK,
-    LIVE,
-    REAP,
-    TOO_YOUNG,
-    reap_decisions,
-    reaped_marker,
-    threshold_warning,
-)
-from fleet.core.select import EXHAUSTED, RUNNING, select
+from fleet.core.model import Comment, Issue, Policy, Reach, Snapshot, WaitState, WorkerView
+from fleet.core.reap import ReapState, reap_decisions, reaped_marker, threshold_warning
+from fleet.core.select import select
 from fleet.inventory import DEFAULT_MAX_RUN_S
 from fleet.roles.reaper import ReapReport, replay_reap
 from fleet.trace import to_jsonable
@@ -69,7 +61,7 @@ def only(snap: Snapshot):
 def test_an_orphaned_start_past_the_threshold_is_reaped() -> None:
     i = started()
     d = only(snapshot(i, workers=[worker("w1"), worker("w2")], now=old(i)))
-    assert (d.reap, d.state) == (True, REAP)
+    assert (d.reap, d.state) == (True, ReapState.REAP)
     assert "no live unit on any of 2 probed worker(s)" in d.why
     assert (d.run, d.worker) == ("r1", "w1")
 
@@ -79,7 +71,7 @@ def test_a_live_unit_anywhere_holds_it_however_old() -> None:
     for state in ("active", "activating", "deactivating"):
         snap = snapshot(i, workers=[worker("w1"), worker("w2", units=[unit(1, state)])], now=old(i))
         d = only(snap)
-        assert (d.reap, d.state) == (False, LIVE), state
+        assert (d.reap, d.state) == (False, ReapState.LIVE), state
         assert "w2/agent" in d.why
 
 
@@ -92,7 +84,7 @@ def test_a_unit_that_ended_does_not_hold_it() -> None:
 def test_inside_the_threshold_the_clock_protects_it() -> None:
     i = started()
     d = only(snapshot(i, workers=[worker("w1")], now=_start_at(i) + timedelta(seconds=60)))
-    assert (d.reap, d.state) == (False, TOO_YOUNG)
+    assert (d.reap, d.state) == (False, ReapState.TOO_YOUNG)
     assert "blinked" in d.why
     at_edge = _start_at(i) + timedelta(seconds=THRESHOLD)
     assert only(snapshot(i, workers=[worker("w1")], now=at_edge)).reap
@@ -103,22 +95,22 @@ def test_a_silent_worker_blocks_only_the_starts_that_could_be_on_it(reach: Reach
     ghost = WorkerView("w2", "w2", reach, detail="ssh: connection refused")
     mine = started(on="w1")  # the start names a worker that answered without the unit
     d = only(snapshot(mine, workers=[worker("w1"), ghost], now=old(mine)))
-    assert (d.reap, d.state) == (True, REAP), d.why
+    assert (d.reap, d.state) == (True, ReapState.REAP), d.why
     assert "w2 did not answer; the start names w1, which did" in d.why
     theirs = started(on="w2")  # the start names the silent worker: it may still run there
     d = only(snapshot(theirs, workers=[worker("w1"), ghost], now=old(theirs)))
-    assert (d.reap, d.state) == (False, COULD_NOT_CHECK)
+    assert (d.reap, d.state) == (False, ReapState.COULD_NOT_CHECK)
     assert "w2" in d.why and "connection refused" in d.why
     for unnamed in (started(on=None), started(on="gone")):  # could be anywhere, the ghost too
         d = only(snapshot(unnamed, workers=[worker("w1"), ghost], now=old(unnamed)))
-        assert (d.reap, d.state) == (False, COULD_NOT_CHECK)
+        assert (d.reap, d.state) == (False, ReapState.COULD_NOT_CHECK)
 
 
 @pytest.mark.parametrize(("on", "says"), [(None, "names no worker"), ("gone", "does not probe")])
 def test_a_start_naming_no_probed_worker_is_could_not_check(on: str | None, says: str) -> None:
     i = started(on=on)
     d = only(snapshot(i, workers=[worker("w1")], now=old(i)))
-    assert (d.reap, d.state) == (False, COULD_NOT_CHECK)
+    assert (d.reap, d.state) == (False, ReapState.COULD_NOT_CHECK)
     assert says in d.why
 
 
@@ -187,15 +179,15 @@ def test_an_item_that_keeps_losing_its_runner_reaches_the_attempt_cap() -> None:
     i = issue(1, timeline=timeline)
     assert history(i, FLEET).attempts == cap
     (w,) = select(snapshot(i)).waiting
-    assert w.state == EXHAUSTED
+    assert w.state == WaitState.EXHAUSTED
 
 
 def test_while_the_unit_lives_a_start_is_running_not_reapable() -> None:
     i = started()
     snap = snapshot(i, workers=[worker("w1", units=[unit(1)])], now=old(i))
-    assert only(snap).state == LIVE
+    assert only(snap).state == ReapState.LIVE
     (w,) = select(snap).waiting
-    assert w.state == RUNNING
+    assert w.state == WaitState.RUNNING
 
 
 # -- the threshold and the measurement it came from ------------------------------------------------
@@ -272,7 +264,7 @@ def test_every_decision_is_an_open_issue_whose_last_word_is_that_start(snap: Sna
         assert i is not None and i.is_open
         start = open_start(history(i, FLEET))
         assert start is not None and start.comment_id == d.start_comment
-        assert d.reap == (d.state == REAP) and d.why
+        assert d.reap == (d.state == ReapState.REAP) and d.why
 
 
 @FAST
@@ -298,10 +290,10 @@ def test_a_recorded_reap_replays_and_a_tampered_one_differs() -> None:
     decisions = reap_decisions(snap)
     record = {"event": "REAP", "snapshot": to_jsonable(snap), "decisions": to_jsonable(decisions)}
     assert replay_reap(record).differences == ()
-    tampered = [{**d, "state": LIVE} for d in record["decisions"]]
+    tampered = [{**d, "state": ReapState.LIVE} for d in record["decisions"]]
     (diff,) = replay_reap({**record, "decisions": tampered}).differences
     assert (diff.issue, diff.aspect) == (1, "reap")
-    assert diff.recorded.startswith(LIVE) and diff.now.startswith(REAP)
+    assert diff.recorded.startswith(ReapState.LIVE) and diff.now.startswith(ReapState.REAP)
 
 
 def test_the_dry_run_names_what_would_be_reaped_and_why_not_the_rest() -> None:

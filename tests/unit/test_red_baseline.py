@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fleet.core.markers import RED_BASELINE_FREE, Kind, history
-from fleet.core.model import Policy
-from fleet.core.select import EXHAUSTED, select
+from fleet.core.model import Policy, WaitState
+from fleet.core.select import select
 from tests.builders import FLEET, issue, marker, snapshot, worker
 
 
@@ -39,4 +39,4 @@ def test_red_failures_count_again_past_the_bound_so_a_red_spell_cannot_loop_fore
     many = [m for _ in range(RED_BASELINE_FREE + cap) for m in _run("red", Kind.FAILED)]
     plan = select(snapshot(issue(1, timeline=many), workers=[worker("w1")]))
     held = plan.reason_for(1)
-    assert held is not None and held.state == EXHAUSTED
+    assert held is not None and held.state == WaitState.EXHAUSTED

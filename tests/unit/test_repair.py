@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from fleet.cmd.hygiene import repair_lines
 from fleet.core.markers import LATCHING, Kind, history, parse
-from fleet.core.model import Comment, Unit
+from fleet.core.model import Comment, Unit, WaitState
 from fleet.core.repair import ORDER, RepairDecision, repair_plan, superseded_marker
-from fleet.core.select import RUNNING, select
+from fleet.core.select import select
 from fleet.roles.repairer import RepairReport, plan_from, replay_repair
 from fleet.runner.closeout import NOT_FAILURES
 from fleet.runner.outcome import Outcome
@@ -134,7 +134,7 @@ def test_superseded_is_the_last_word_and_the_kept_unit_holds_the_issue() -> None
     h = history(i, FLEET)
     assert h.last_marker is not None and h.last_marker.kind is Kind.SUPERSEDED
     (w,) = select(snap).waiting
-    assert w.state == RUNNING and "w1/agent" in w.reason
+    assert w.state == WaitState.RUNNING and "w1/agent" in w.reason
 
 
 def test_once_the_kept_unit_is_gone_the_issue_is_eligible_again() -> None:
