@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ruamel.yaml import YAML
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # fleet/testing/harness.py -> the repository
 DOCKER_DIR = REPO / "docker"
 BUILD_DIR = DOCKER_DIR / ".build"  # git-ignored: wheelhouse, rootfs tarball, keys, state
 DEFAULT_SHARED_DIR = BUILD_DIR / "shared"
