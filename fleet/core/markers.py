@@ -158,8 +158,33 @@ def render(kind: Kind, fields: Mapping[str, object] | None = None, note: str = "
     return first if not body else defuse(f"{first}\n\n{body}")
 
 
+# Each comment's marker is parsed once per process: a sweep's select reads every comment of every
+# open issue, and a long-lived reader (``fleet-status --watch``, the demo's drain, a bench) reads
+# the same comments again each cycle. The key is the comment itself (a frozen value: an edited
+# body is another key), so a hit is exactly what a fresh parse would return. Cleared when full:
+# the board the design is sized for, 10,000 open issues x 20 comments, fits twice; the entries
+# hold comments the snapshot holds anyway, plus one Marker each (a few hundred bytes).
+_PARSED: dict[Comment, Marker | None] = {}
+PARSE_CACHE_MAX = 400_000
+
+
 def parse(comment: Comment) -> Marker | None:
     """The marker a comment carries, or None. The glyph must match the keyword."""
+    try:
+        return _PARSED[comment]
+    except KeyError:
+        pass
+    except TypeError:  # a comment with an unhashable field (a test double): parse it every time
+        return _parse(comment)
+    if len(_PARSED) >= PARSE_CACHE_MAX:
+        _PARSED.clear()
+    marker = _PARSED[comment] = _parse(comment)
+    return marker
+
+
+def _parse(comment: Comment) -> Marker | None:
+    if " fleet:" not in comment.body:  # most comments are people's words: no regex for them
+        return None
     first, _, rest = comment.body.partition("\n")
     m = _FIRST.match(first.rstrip("\r"))
     if not m:
@@ -288,7 +313,7 @@ def _words(issue: Issue, identity: str | None, trust: Trust) -> tuple[list[Word]
             else:
                 what = marker.kind.value if marker.kind in HUMAN_KINDS else "marker"
                 ignored.append(Ignored(what, c.author, c.created_at, why, c.id))
-        elif is_release(c):
+        elif _RELEASE.search(c.body) is not None:  # a release, in a comment that is no marker
             why = steers(c.author, c.association)
             if why is None:
                 entries.append((c.created_at, 0, Word(WordKind.RELEASE, c.created_at)))

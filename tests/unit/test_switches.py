@@ -1,4 +1,4 @@
-"""The switch files (halt file, PAUSE, DRAIN): a file that exists is on, whatever it holds; a switch
+"""The switch files (halt file, SwitchName.PAUSE, SwitchName.DRAIN): a file that exists is on, whatever it holds; a switch
 without a reason says so on every line; its age is its mtime (seed 003, "Two kill switches")."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from fleet.cmd.control import describe
 from fleet.control.switches import (
-    DRAIN,
-    PAUSE,
+    SwitchName,
     operator,
     read_halt_file,
     read_switch,
@@ -57,8 +56,8 @@ def test_a_written_switch_reads_back(reason: str, author: str) -> None:
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "PAUSE"
-        written = write_switch(PAUSE, path, reason, author)
-        read = read_switch(PAUSE, path)
+        written = write_switch(SwitchName.PAUSE, path, reason, author)
+        read = read_switch(SwitchName.PAUSE, path)
     assert read == written
     assert read.reason == " ".join(reason.split())  # one line: a reason never spans the file
     assert read.author == author and read.since is not None
@@ -66,10 +65,10 @@ def test_a_written_switch_reads_back(reason: str, author: str) -> None:
 
 def test_remove_says_whether_it_was_on(tmp_path: Path) -> None:
     path = tmp_path / "DRAIN"
-    assert read_switch(DRAIN, path) is None
-    write_switch(DRAIN, path, "release day", "ops")
+    assert read_switch(SwitchName.DRAIN, path) is None
+    write_switch(SwitchName.DRAIN, path, "release day", "ops")
     assert remove_switch(path) is True
-    assert remove_switch(path) is False and read_switch(DRAIN, path) is None
+    assert remove_switch(path) is False and read_switch(SwitchName.DRAIN, path) is None
 
 
 def test_the_author_defaults_to_user(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +78,7 @@ def test_the_author_defaults_to_user(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_describe_prints_reason_author_and_age(tmp_path: Path) -> None:
     path = tmp_path / "PAUSE"
-    s = write_switch(PAUSE, path, "", "ops")
+    s = write_switch(SwitchName.PAUSE, path, "", "ops")
     assert s.since is not None
     line = describe(s, s.since + timedelta(minutes=3))
     assert line == f"PAUSE {path} set by ops, 3m ago: no reason was recorded"
