@@ -27,7 +27,7 @@ from fleet.control.switches import Switch, Switches, SwitchName
 from fleet.core.authority import halt_issues
 from fleet.core.canary import CANARY, canary_text
 from fleet.core.idle import idle, place
-from fleet.core.markers import Kind, history, parked_until
+from fleet.core.markers import History, Kind, history, parked_until
 from fleet.core.model import (
     CapacitySource,
     HaltSource,
@@ -103,7 +103,7 @@ def heartbeat_line(hb: dict[str, Any] | None, now: datetime, period_s: int) -> s
 
 
 # -- items ---------------------------------------------------------------------------------------
-def _running(w: Waiting, snap: Snapshot) -> str:
+def _running(w: Waiting, snap: Snapshot, h: History | None) -> str:
     parts = []
     for u in snap.live_units(w.issue):
         since = (
@@ -112,7 +112,11 @@ def _running(w: Waiting, snap: Snapshot) -> str:
             else ""
         )
         parts.append(f"{place(u.worker, u.master)}{since}")
-    return f"running on {', '.join(parts)}" if parts else w.reason
+    text = f"running on {', '.join(parts)}" if parts else w.reason
+    start = h.last_of(Kind.START) if h is not None else None
+    if start is not None and start.get("baseline") == "red":  # check 7 is advisory
+        text += "; started on a red CI baseline: a failure it ends in spends no attempt"
+    return text
 
 
 def _unreachable_workers(snap: Snapshot) -> list[WorkerView]:
@@ -143,7 +147,7 @@ def explain(w: Waiting, snap: Snapshot) -> str:
     issue = snap.issue(w.issue)
     h = history(issue, snap.policy) if issue is not None else None
     if w.state == WaitState.RUNNING:
-        return _running(w, snap)
+        return _running(w, snap, h)
     if w.state == WaitState.LATCHED and h is not None:
         last = h.last_marker
         if last is not None and last.kind is Kind.START:

@@ -176,3 +176,27 @@ def test_the_sweeper_is_not_halted_by_a_strangers_halt_issue(fleet: Fleet) -> No
     wait_for(fleet.board, work, has_marker(Kind.SUCCESS))
     fleet.board.create_issue("HALT FLEET", "really stop", author="alice")
     assert tick(fleet.ctx, apply=True).outcome == "halted"
+
+
+def test_a_strangers_reopen_restarts_no_budget_an_allow_listed_ones_does(fleet: Fleet) -> None:
+    """Before: a reopen counted like a release whoever did it, so an issue's author could close and
+    reopen to reset the attempt budget. Through the real board: the reopen's actor is recorded,
+    and only a trusted actor's reopen gives a fresh budget."""
+    n = fleet.board.create_issue("Add a greeting", author="alice")
+    for _ in range(fleet.inventory.policy.attempt_cap):
+        fleet.board.comment(n, render(Kind.START, {"worker": "w1"}))
+        fleet.board.comment(n, render(Kind.FAILED))
+    assert _sweep_once(fleet, n).code is Exit.EXHAUSTED
+    fleet.board.close(n)  # type: ignore[attr-defined]
+    fleet.board.reopen(n, author="mallory")  # type: ignore[attr-defined]
+    issue = fleet.board.issue(n)
+    assert issue is not None
+    h = history(issue, fleet.inventory.policy)
+    assert [(i.what, i.author) for i in h.ignored] == [("reopen", "mallory")]
+    assert h.attempts == fleet.inventory.policy.attempt_cap
+    assert _sweep_once(fleet, n).code is Exit.EXHAUSTED  # the stranger's reopen bought nothing
+    fleet.board.close(n)  # type: ignore[attr-defined]
+    fleet.board.reopen(n, author="alice")  # type: ignore[attr-defined]
+    r = _sweep_once(fleet, n)
+    assert r.launched, r.line()
+    wait_for(fleet.board, n, has_marker(Kind.SUCCESS))

@@ -51,6 +51,14 @@ CASES: dict[str, tuple[Callable[[], Snapshot], str, list[str]]] = {
         "running",
         ["running on w1/agent since", "(5m ago)", "task-7@agent active since"],
     ),
+    "running on a red baseline (check 7 advisory)": (
+        lambda: snapshot(
+            issue(8, timeline=[marker(Kind.START, {"baseline": "red"})]),
+            workers=[worker("w1", units=[unit_since(8, 2)])],
+        ),
+        "running",
+        ["running on w1/agent since", "started on a red CI baseline", "spends no attempt"],
+    ),
     "parked until T": (
         lambda: snapshot(issue(5, timeline=[marker(Kind.START), marker(Kind.PARKED, _due(10))])),
         "parked",
