@@ -3,7 +3,7 @@ Thin wrappers only: every decision lives in ``fleet/``; each task imports its gl
 
 from __future__ import annotations
 
-from invoke import Task, task
+from invoke import Context, Task, task
 
 from fleet.cmd.shared_help import INV, dispatch_help
 
@@ -119,36 +119,65 @@ def demo(c, keep=False, agent="claude"):
         raise fail(Exit.USAGE, str(exc)) from None
 
 
+# The tiers of the suite, as pytest marker expressions: `invoke test` everything but the long
+# races (which keep every guarantee's overlapping case in fewer rounds), `--fast` also without the
+# harness and the tests marked slow, and `invoke stress` the long races at the issue's figures.
+SUITE = "not stress"
+FAST = "not stress and not slow and not docker"
+STRESS = "stress"
+
+
 @task(
     help={
         "k": "pytest -k expression",
         "docker": "run the Docker harness tests when an engine answers (--no-docker: skip them)",
+        "fast": "leave out the harness and the slow tests (a few minutes on two cores)",
     }
 )
-def test(c, k=None, docker=True):
-    """Check the rules (ruff, the import-linter layers, mypy), install Debian's chromium when missing (the
-    timeline's browser tests) and sshd (the SSH transport tests start a real one), then run the
-    test suite (pytest); with a Docker engine, build the harness image (or reuse it) and run the
-    harness tests too (tests/docker: FLEET_DOCKER=1)."""
+def test(c, k=None, docker=True, fast=False):
+    """Check the rules (ruff, the import-linter layers, mypy), install Debian's chromium when
+    missing (the timeline's browser tests) and sshd (the SSH transport tests start a real one),
+    then run the test suite (pytest); with a Docker engine, build the harness image (or reuse it)
+    and run the harness tests too (tests/docker: FLEET_DOCKER=1). The long races are
+    ``invoke stress``."""
+    _rules(c)
+    _suite(c, FAST if fast else SUITE, k=k, docker=docker and not fast)
+
+
+@task(help={"k": "pytest -k expression"})
+def stress(c, k=None):
+    """The long races and load runs at the issues' figures (8 dispatchers x 200 rounds on the
+    harness, the sweeper against a hand 50 times, 50 rounds between two local workers)."""
+    _suite(c, STRESS, k=k, docker=True)
+
+
+def _rules(c: Context) -> None:
+    """The layers, the types and the lint are rules of the codebase: a break fails like a test."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    c.run(f"{shlex.quote(sys.executable)} -m ruff check .", pty=False)
+    lint_imports = Path(sys.executable).parent / "lint-imports"  # installed beside this python
+    c.run(shlex.quote(str(lint_imports)), pty=False)
+    c.run(f"{shlex.quote(sys.executable)} -m mypy", pty=False)  # [tool.mypy] in pyproject.toml
+
+
+def _suite(c: Context, marks: str, *, k: str | None, docker: bool) -> None:
     import shlex
     import subprocess
     import sys
-    from pathlib import Path
 
     from fleet.cmd.tasks_harness import docker_tests_env
     from fleet.cmd.testdeps import ssh_tests_env
     from fleet.timeline import browser
 
-    # The layers and the lint are rules of the codebase, so a break fails the suite like a test.
-    c.run(f"{shlex.quote(sys.executable)} -m ruff check .", pty=False)
-    lint_imports = Path(sys.executable).parent / "lint-imports"  # installed beside this python
-    c.run(shlex.quote(str(lint_imports)), pty=False)
-    c.run(f"{shlex.quote(sys.executable)} -m mypy", pty=False)  # [tool.mypy] in pyproject.toml
     try:  # the timeline's browser tests open pages in Debian's headless Chromium
         browser.ensure(print)
     except (OSError, subprocess.SubprocessError, browser.BrowserError) as exc:
         print(f"chromium could not be installed ({exc}): the timeline browser tests will fail")
-    args = [sys.executable, "-m", "pytest", "-q"]
+    # --durations: the slowest tests in every log, so the tiers above stay measured.
+    args = [sys.executable, "-m", "pytest", "-q", "-m", marks, "--durations=25"]
     if k:
         args += ["-k", k]
     # sshd first, as the harness installs mmdebstrap: the SSH transport tests start a real one.
@@ -157,4 +186,4 @@ def test(c, k=None, docker=True):
     c.run(" ".join(shlex.quote(a) for a in args), pty=False, env=env)
 
 
-TASKS: tuple[Task, ...] = (schedule, doctor, fleet_status, timeline, dispatch, demo, test)
+TASKS: tuple[Task, ...] = (schedule, doctor, fleet_status, timeline, dispatch, demo, test, stress)

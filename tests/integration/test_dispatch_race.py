@@ -23,7 +23,8 @@ from fleet.dispatch import dispatch
 from fleet.inventory import load
 from tests.integration.test_dispatch import Fleet, make_fleet
 
-ROUNDS = 50  # the 50 rounds: both orders of arrival many times; ~1.5 s a round
+ROUNDS = 50  # the 50 rounds: both orders of arrival many times; ~1.5 s a round (stress)
+SHORT_ROUNDS = 10  # what `invoke test` races; `invoke stress` (and CI) the 50
 SAME_WORKER_ROUNDS = 5
 ROUND_TIMEOUT_S = 45.0  # one round is two serialized dispatches (~1 s each) under a 30 s lock wait
 BARRIER_TIMEOUT_S = 30.0  # a child that never reaches the barrier fails the round, not the suite
@@ -120,9 +121,16 @@ def _race(f: Fleet, workers: tuple[str, str], rounds: int, loser_code: Exit) -> 
     return winners
 
 
-def test_cross_worker_race_launches_exactly_once_per_round(two_workers: Fleet) -> None:
-    winners = _race(two_workers, ("w1", "w2"), ROUNDS, Exit.HELD_OTHER_WORKER)
-    assert sum(winners.values()) == ROUNDS
+@pytest.mark.parametrize(
+    "rounds",
+    [
+        pytest.param(SHORT_ROUNDS, id="short"),
+        pytest.param(ROUNDS, id="stress", marks=pytest.mark.stress),
+    ],
+)
+def test_cross_worker_race_launches_exactly_once_per_round(two_workers: Fleet, rounds: int) -> None:
+    winners = _race(two_workers, ("w1", "w2"), rounds, Exit.HELD_OTHER_WORKER)
+    assert sum(winners.values()) == rounds
 
 
 def test_same_worker_race_is_decided_by_the_name_claim(two_workers: Fleet) -> None:

@@ -4,13 +4,14 @@ given as a function that does what a successful install does (the file appears).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from invoke import MockContext, Result
 
-from fleet.cmd import tasks_queue
+from fleet.cmd import tasks_harness, tasks_queue
 from fleet.cmd.testdeps import SSH_TESTS_ENV, SSH_TOOLS, SSHD, Tool, ensure_tools
 from fleet.timeline import browser
 
@@ -97,3 +98,31 @@ def test_invoke_test_checks_the_rules_before_the_suite(monkeypatch: pytest.Monke
         for needle in ("-m ruff check", "lint-imports", "-m mypy", "-m pytest")
     ]
     assert order == sorted(order)
+
+
+def _pytest_call(c: MockContext) -> tuple[str, dict[str, str]]:
+    (call,) = [call for call in c.run.call_args_list if "-m pytest" in call.args[0]]
+    return call.args[0], call.kwargs["env"]
+
+
+@pytest.mark.parametrize(
+    ("run", "marks", "docker"),
+    [
+        (lambda c: tasks_queue.test(c), tasks_queue.SUITE, True),
+        (lambda c: tasks_queue.test(c, fast=True), tasks_queue.FAST, False),
+        (lambda c: tasks_queue.stress(c), tasks_queue.STRESS, True),
+    ],
+    ids=["test", "test --fast", "stress"],
+)
+def test_each_tier_runs_its_marker_expression(
+    monkeypatch: pytest.MonkeyPatch, run, marks: str, docker: bool
+) -> None:
+    """``invoke test`` leaves the long races to ``invoke stress``; ``--fast`` also leaves out the
+    harness and the slow tests; ``invoke stress`` runs only the long races, on the harness."""
+    monkeypatch.setattr(browser, "ensure", lambda _progress: None)
+    monkeypatch.setattr(tasks_harness, "docker_tests_env", lambda: {"FLEET_DOCKER": "1"})
+    c = MockContext(run=Result(), repeat=True)
+    run(c)
+    command, env = _pytest_call(c)
+    assert f"-m {shlex.quote(marks)}" in command
+    assert ("FLEET_DOCKER" in env) is docker
