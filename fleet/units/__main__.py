@@ -124,13 +124,11 @@ def _emit(payload: Mapping[str, Any]) -> None:
 
 def cmd_start(args: argparse.Namespace) -> int:
     """Spawn the detached supervisor and relay its handshake: the claim, in one round trip."""
-    directory = os.path.expanduser(args.dir)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
     env: dict[str, str] = {}
     for item in args.setenv:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            return _start_failed(f"--setenv needs KEY=VALUE, got {item!r}")
+            return _emit_answer(_failed(f"--setenv needs KEY=VALUE, got {item!r}"))
         env[key] = value
     spec = {
         "issue": args.issue,
@@ -141,6 +139,23 @@ def cmd_start(args: argparse.Namespace) -> int:
         "on_failure": args.on_failure,
         "kill_grace_s": args.kill_grace_s,
     }
+    return _emit_answer(start_answer(args.dir, spec))
+
+
+Answer = tuple[dict[str, Any], int]  # the one JSON object a subcommand prints, and its exit code
+
+
+def _emit_answer(answer: Answer) -> int:
+    _emit(answer[0])
+    return answer[1]
+
+
+def start_answer(directory: str, spec: dict[str, Any], python: str | None = None) -> Answer:
+    """The claim: spawn the detached supervisor (``python``, this interpreter by default) and
+    relay its handshake. ``start`` prints this; a dispatcher on this very machine calls it
+    directly, so its claim costs one process start, the supervisor's, and no shell."""
+    directory = os.path.expanduser(directory)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
     sup_env = dict(os.environ)
     sup_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p
@@ -148,7 +163,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "fleet.units", "supervise", "--dir", directory,
+            [python or sys.executable, "-m", "fleet.units", "supervise", "--dir", directory,
              "--handshake-fd", str(write_end)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             pass_fds=(write_end,), start_new_session=True, cwd="/", env=sup_env,
@@ -156,7 +171,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     except OSError as exc:
         os.close(read_end)
         os.close(write_end)
-        return _start_failed(f"could not spawn the supervisor: {exc}")
+        return _failed(f"could not spawn the supervisor: {exc}")
     os.close(write_end)
     assert proc.stdin is not None
     # The spec (env included) goes through a pipe, not argv: the supervisor lives for hours and
@@ -168,7 +183,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     if line is None:
         procs.signal_all(procs.descendants(proc.pid) | {proc.pid}, signal.SIGKILL)
         proc.wait()
-        return _start_failed(f"no handshake within {HANDSHAKE_TIMEOUT_S:.0f}s; supervisor killed")
+        return _failed(f"no handshake within {HANDSHAKE_TIMEOUT_S:.0f}s; supervisor killed")
     try:
         payload = json.loads(line) if line else None
     except ValueError:
@@ -178,16 +193,14 @@ def cmd_start(args: argparse.Namespace) -> int:
             rc: int | None = proc.wait(timeout=1.0) if not line else proc.poll()
         except subprocess.TimeoutExpired:
             rc = None
-        return _start_failed(f"supervisor gave no valid handshake (exit {rc}): {line[:200]!r}")
+        return _failed(f"supervisor gave no valid handshake (exit {rc}): {line[:200]!r}")
     if payload["code"] != "launched":
         proc.wait(timeout=HANDSHAKE_TIMEOUT_S)  # a loser exits right after its handshake
-    _emit(payload)
-    return START_EXITS[payload["code"]]
+    return payload, START_EXITS[payload["code"]]
 
 
-def _start_failed(detail: str) -> int:
-    _emit({"code": "failed", "unit": None, "detail": detail})
-    return START_EXITS["failed"]
+def _failed(detail: str) -> Answer:
+    return {"code": "failed", "unit": None, "detail": detail}, START_EXITS["failed"]
 
 
 def _read_line(fd: int, timeout_s: float) -> str | None:
@@ -434,15 +447,20 @@ def _notify(spec: Mapping[str, Any], issue: int, outcome: Mapping[str, Any]) -> 
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """Every held name under DIR, without taking any lock (F_GETLK only)."""
-    directory = os.path.expanduser(args.dir)
+    return _emit_answer(probe_answer(args.dir))
+
+
+def probe_answer(directory: str) -> Answer:
+    """What ``probe`` prints: every held name's record. A dispatcher on this machine calls it
+    directly: reading its own unit records needs no child process."""
+    directory = os.path.expanduser(directory)
     units: list[dict[str, Any]] = []
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         names = []  # nothing was ever started here
     except OSError as exc:
-        _emit({"error": f"cannot list {directory}: {exc}"})
-        return 1
+        return {"error": f"cannot list {directory}: {exc}"}, 1
     for name in names:
         issue = issue_of(name.removesuffix(".lock")) if name.endswith(".lock") else None
         if issue is None:
@@ -451,12 +469,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         try:
             holder = procs.lock_holder(paths.lock)
         except OSError as exc:
-            _emit({"error": f"cannot test {paths.lock}: {exc}"})
-            return 1
+            return {"error": f"cannot test {paths.lock}: {exc}"}, 1
         if holder is not None:
             units.append(describe_holder(paths, issue, holder).to_json())
-    _emit({"units": units})
-    return 0
+    return {"units": units}, 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

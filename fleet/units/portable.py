@@ -179,6 +179,14 @@ def parse_stop(result: RunResult, *, worker: str) -> StopResult:
     )
 
 
+def _answered(answer: tuple[dict[str, Any], int]) -> RunResult:
+    """A worker-side answer obtained in this process, as the transport would have returned it."""
+    from fleet.transport import RunResult  # the dispatcher side only: the worker never gets here
+
+    payload, code = answer
+    return RunResult(code, json.dumps(payload) + "\n", "")
+
+
 class PortableSupervisor:
     """Units under the portable supervisor of one master on one worker.
 
@@ -209,9 +217,22 @@ class PortableSupervisor:
         self.kill_grace_s = kill_grace_s
 
     def probe(self) -> tuple[Unit, ...]:
-        command = build_probe_command(python=self.python, state_dir=self.state_dir)
-        result = self.transport.run(command, timeout=PROBE_TIMEOUT_S)
+        if self._here:
+            from fleet.units.__main__ import probe_answer  # the worker side, run in this process
+
+            result = _answered(probe_answer(self.state_dir))
+        else:
+            command = build_probe_command(python=self.python, state_dir=self.state_dir)
+            result = self.transport.run(command, timeout=PROBE_TIMEOUT_S)
         return parse_probe(result, worker=self.worker, master=self.master)
+
+    @property
+    def _here(self) -> bool:
+        """The worker is this machine, as this user: its unit records are files we can read and
+        its supervisor a process we can start, with no shell and no second interpreter between."""
+        from fleet.transport import LocalTransport  # the dispatcher side only
+
+        return isinstance(self.transport, LocalTransport)
 
     def start(
         self,
@@ -222,18 +243,29 @@ class PortableSupervisor:
         max_run_s: int,
         cwd: str | None = None,
     ) -> Claim:
-        command = build_start_command(
-            python=self.python,
-            state_dir=self.state_dir,
-            issue=issue,
-            argv=argv,
-            env=env,
-            max_run_s=max_run_s,
-            cwd=cwd,
-            on_failure=self.notifier,
-            kill_grace_s=self.kill_grace_s,
-        )
-        result = self.transport.run(command, timeout=START_TIMEOUT_S)
+        if self._here:
+            from fleet.units.__main__ import start_answer  # the worker side, run in this process
+
+            check_issue(issue)
+            check_start_args(argv, env, max_run_s)
+            spec = {
+                "issue": issue, "argv": list(argv), "env": dict(env), "max_run_s": max_run_s,
+                "cwd": cwd, "on_failure": self.notifier, "kill_grace_s": self.kill_grace_s,
+            }  # fmt: skip
+            result = _answered(start_answer(self.state_dir, spec, python=self.python))
+        else:
+            command = build_start_command(
+                python=self.python,
+                state_dir=self.state_dir,
+                issue=issue,
+                argv=argv,
+                env=env,
+                max_run_s=max_run_s,
+                cwd=cwd,
+                on_failure=self.notifier,
+                kill_grace_s=self.kill_grace_s,
+            )
+            result = self.transport.run(command, timeout=START_TIMEOUT_S)
         return parse_start(result, issue=issue, worker=self.worker, master=self.master)
 
     def stop(self, issue: int, *, timeout_s: float = 20.0) -> StopResult:
