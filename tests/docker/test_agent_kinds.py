@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
-from fleet.core.markers import Kind, history
+from fleet.core.markers import TERMINAL, Kind, history
 from fleet.core.model import CIState
 from fleet.core.select import select
 from fleet.inventory import load
@@ -28,6 +28,16 @@ from fleet.testing import harness
 pytestmark = pytest.mark.timeout(600)
 
 KINDS = ("claude", "codex", "gemini", "plain")
+
+
+def _closed_out(board: LocalBoard, n: int, identity: str) -> bool:
+    issue = board.issue(n)
+    if issue is None or issue.is_open:
+        return False
+    last = history(issue, identity).last_marker
+    return last is not None and last.kind in TERMINAL
+
+
 DEADLINE_S = 300  # four demo runs over SSH (runner sync, re-exec, worktree, git): about a minute
 POLL_S = 2.0
 
@@ -71,8 +81,10 @@ def test_every_worker_speaks_another_kind_and_all_four_runs_succeed_at_once(
         launched = {r.issue: r.worker for r in report.results if r.launched}
         assert launched == issues, [r.line() for r in report.results]
         end = time.monotonic() + DEADLINE_S
-        while any(board.issue(n).is_open for n in issues):  # type: ignore[union-attr]
-            assert time.monotonic() < end, "not every run merged in time"
+        # Closed by its merged PR, then the run's close-out posts the terminal marker: wait for
+        # both, or a run that merged but has not closed out yet reads as unfinished.
+        while not all(_closed_out(board, n, inv.policy.identity) for n in issues):
+            assert time.monotonic() < end, "not every run merged and closed out in time"
             time.sleep(POLL_S)
         for n, w in issues.items():
             issue = board.issue(n)
