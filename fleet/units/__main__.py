@@ -176,8 +176,12 @@ def start_answer(directory: str, spec: dict[str, Any], python: str | None = None
     assert proc.stdin is not None
     # The spec (env included) goes through a pipe, not argv: the supervisor lives for hours and
     # its command line is readable by every user of the machine.
-    proc.stdin.write(json.dumps(spec).encode())
-    proc.stdin.close()
+    try:
+        proc.stdin.write(json.dumps(spec).encode())
+        proc.stdin.close()
+    except OSError:  # it died before reading its spec (EPIPE): its handshake, or none, says why
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
     line = _read_line(read_end, HANDSHAKE_TIMEOUT_S)
     os.close(read_end)
     if line is None:

@@ -90,12 +90,12 @@ def test_a_retry_class_refusal_is_dispatched_again_and_launches(
 
 def _python_whose_supervisor_will_not_start(tmp_path: Path) -> str:
     """The worker's python answers every probe (checks 8 and 4, the unit probe) but its supervisor
-    start dies on import — a half-installed fleet: exit 43, SUPERVISOR_FAILED, which no table of
-    the sweeper classifies."""
+    dies on import, whether started by the worker's ``start`` or directly (a local claim) — a
+    half-installed fleet: exit 43, SUPERVISOR_FAILED, which no table of the sweeper classifies."""
     wrapper = tmp_path / "python-broken-start"
     wrapper.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" = -m ] && [ "$2" = fleet.units ] && [ "$3" = start ]; then\n'
+        'if [ "$1" = -m ] && [ "$2" = fleet.units ] && { [ "$3" = start ] || [ "$3" = supervise ]; }; then\n'
         "  echo \"ModuleNotFoundError: No module named 'fleet.units.start'\" >&2; exit 1\n"
         "fi\n"
         f'exec {sys.executable} "$@"\n',

@@ -44,6 +44,8 @@ from fleet.dispatch import dispatch
 from fleet.inventory import WorkerConfig, load
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.brief import brief_version
+from fleet.transport import LocalTransport
+from fleet.units import __main__ as units_main
 from fleet.units import portable
 from tests.integration.test_dispatch import (
     POLL_S,
@@ -502,16 +504,37 @@ def markers_text(f: Fleet, n: int) -> str:
 # -- check 10, exit 49: the claim was sent and no answer came back --------------------------------
 
 
+class Relayed:
+    """A worker's commands carried by a transport, as an SSH worker's are (here a local shell
+    underneath): the claim is a command that may go unanswered. A local worker's own claim runs
+    in this process and always answers (the next test)."""
+
+    def __init__(self, w: WorkerConfig) -> None:
+        self.worker = w.name
+        self._shell = LocalTransport(w.name, path_prefix=w.path_prefix)
+
+    def run(self, command: str, *, timeout: float | None = None, env=None):  # type: ignore[no-untyped-def]
+        return self._shell.run(command, timeout=timeout, env=env)
+
+    def close(self) -> None:
+        self._shell.close()
+
+
+def _wedge(f: Fleet, n: int) -> None:
+    """The supervisor opens the unit's log before its handshake; a FIFO with no reader holds it
+    there, so the claim is sent and its answer never comes (a wedged worker, seen from here)."""
+    units = Path(worker(f).state_dir) / "units"
+    units.mkdir(parents=True, mode=0o700)
+    os.mkfifo(units / f"task-{n}.log")
+
+
 def test_a_claim_that_gets_no_answer_is_unconfirmed_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with fleet_at(tmp_path) as f:
+        f.ctx.transport_factory = Relayed
         n = f.board.create_issue("Add a greeting", "body")
-        units = Path(worker(f).state_dir) / "units"
-        units.mkdir(parents=True, mode=0o700)
-        # The supervisor opens the unit's log before its handshake; a FIFO with no reader holds it
-        # there, so the claim is sent and its answer never comes (a wedged worker, seen from here).
-        os.mkfifo(units / f"task-{n}.log")
+        _wedge(f, n)
         monkeypatch.setattr(portable, "START_TIMEOUT_S", CLAIM_TIMEOUT_S)
         before = all_comments(f.board)
         try:
@@ -522,4 +545,21 @@ def test_a_claim_that_gets_no_answer_is_unconfirmed_and_writes_nothing(
         finally:
             # The wedged supervisor holds the name: stop it (SIGTERM to the lock's holder).
             f.ctx.supervisor(worker(f)).stop(n, timeout_s=5.0)
+        assert [u for u in f.ctx.supervisor(worker(f)).probe() if u.issue == n and u.live] == []
+
+
+def test_a_wedged_local_supervisor_is_killed_and_its_claim_is_a_supervisor_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a local worker the claim runs in this process: a supervisor that never hands shakes is
+    killed with its tree, so the answer is definite (43, the name free), never "may be live"."""
+    with fleet_at(tmp_path) as f:
+        n = f.board.create_issue("Add a greeting", "body")
+        _wedge(f, n)
+        monkeypatch.setattr(units_main, "HANDSHAKE_TIMEOUT_S", CLAIM_TIMEOUT_S)
+        before = all_comments(f.board)
+        r = dispatch(f.ctx, n, worker="w1")
+        assert (r.outcome, r.code, r.check) == ("refused", Exit.SUPERVISOR_FAILED, 10), r
+        assert "no handshake within" in r.reason and "supervisor killed" in r.reason, r.reason
+        assert all_comments(f.board) == before
         assert [u for u in f.ctx.supervisor(worker(f)).probe() if u.issue == n and u.live] == []
