@@ -11,13 +11,13 @@ from typing import Any
 from invoke.exceptions import Exit as InvokeExit
 
 from fleet.board import unseen
-from fleet.board.base import BoardPage
+from fleet.board.base import BoardPage, Skipped
 from fleet.cmd.common import context, emit_json, fail, inventory, say
 from fleet.context import FleetContext
-from fleet.control.switches import read_switches
+from fleet.control.switches import Switches, read_switches
 from fleet.core import cost
 from fleet.core.exits import Exit
-from fleet.core.model import Plan
+from fleet.core.model import Plan, Snapshot
 from fleet.core.safe_text import printable
 from fleet.core.select import halt_line, select
 from fleet.dispatch import dispatch
@@ -141,7 +141,9 @@ def status_text(ctx: FleetContext, issue: int | None, show_cost: bool = False) -
     return "\n".join(lines)
 
 
-def _observe(ctx: FleetContext) -> tuple[Any, ...]:
+def _observe(
+    ctx: FleetContext,
+) -> tuple[BoardPage | None, Snapshot, Plan, dict[str, Any] | None, Switches, tuple[Skipped, ...]]:
     """One fresh look for fleet-status: the page, the snapshot and its plan, the heartbeat, the
     switches, and the board items the read could not see."""
     page, _ = read_page(ctx)

@@ -12,13 +12,16 @@ doing what the seeds describe (seed 001 §11), so:
 * the heartbeat's age and outcome tell "nothing to do" from "not running" (D14);
 * the close rule (seed 001 §13) says whether the fleet is idle and, if not, what is still out.
 
-Pure apart from :func:`read_heartbeat`: the text and the JSON are built from one snapshot, one plan,
-the heartbeat and the switches, so ``--json`` says exactly what the text says.
+Pure apart from :func:`read_heartbeat`: :func:`report` turns one snapshot, one plan, the heartbeat
+and the switches into typed rows (a :class:`StatusReport` of :class:`ItemRow`, :class:`WorkerRow`
+with its :class:`UnitRow`, :class:`SwitchRows`), and the text (:func:`render`) and the JSON
+(:func:`as_json`) both read those rows, so ``--json`` says exactly what the text says.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,7 @@ from typing import Any
 from fleet.control.switches import Switch, Switches, SwitchName
 from fleet.core.authority import halt_issues
 from fleet.core.canary import CANARY, canary_text
-from fleet.core.idle import idle, place
+from fleet.core.idle import IdleVerdict, idle, place
 from fleet.core.markers import History, Kind, history, parked_until
 from fleet.core.model import (
     CapacitySource,
@@ -34,6 +37,7 @@ from fleet.core.model import (
     Plan,
     Reach,
     Snapshot,
+    Unit,
     Waiting,
     WaitState,
     WorkerView,
@@ -183,7 +187,7 @@ def explain(w: Waiting, snap: Snapshot) -> str:
     return w.reason
 
 
-def _holds(switches: Switches | None) -> tuple[str | None, str]:
+def _holds(switches: Switches | None) -> tuple[SwitchName | None, str]:
     if switches is None:
         return None, ""
     if switches.pause is not None:
@@ -193,40 +197,65 @@ def _holds(switches: Switches | None) -> tuple[str | None, str]:
     return None, ""
 
 
-def items(snap: Snapshot, plan: Plan, switches: Switches | None = None) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class ItemRow:
+    """One open issue as fleet-status shows it: its state word, the predicate holding it (None for
+    an eligible item), the reason in the operator's words, the switch holding an eligible item
+    back, its title, and the steering the fleet did not obey (issue 16)."""
+
+    issue: int
+    state: WaitState
+    predicate: int | None
+    reason: str
+    held_by: SwitchName | None
+    title: str
+    ignored: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        pred = f"p{self.predicate}" if self.predicate is not None else "  "
+        reason, title = printable(self.reason), printable(self.title)  # board text: one line each
+        head = f"  #{self.issue:<5} {self.state:<12} {pred:<4} {reason}  — {title}"
+        return [head] + [f"  {'':<6} {'':<12} {'':<4} NOT OBEYED — {i}" for i in self.ignored]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "issue": self.issue,
+            "state": self.state,
+            "predicate": self.predicate,
+            "reason": self.reason,
+            "held_by": self.held_by,
+            "title": self.title,
+            "ignored": list(self.ignored),
+        }
+
+
+def item_rows(snap: Snapshot, plan: Plan, switches: Switches | None = None) -> tuple[ItemRow, ...]:
+    """Every item of the plan, by issue number: the dispatched ones first among equals."""
     held_by, held = _holds(switches)
-    for d in plan.dispatch:
-        reason = f"would dispatch to {d.worker} ({d.why})"
-        out.append(
-            {
-                "issue": d.issue,
-                "state": WaitState.ELIGIBLE,
-                "predicate": None,
-                "reason": f"{reason} — {held}" if held else reason,
-                "held_by": held_by,
-            }
-        )
-    for w in plan.waiting:
-        out.append(
-            {
-                "issue": w.issue,
-                "state": w.state,
-                "predicate": w.predicate,
-                "reason": explain(w, snap),
-                "held_by": None,
-            }
-        )
     by_number = {i.number: i for i in snap.issues}
-    for row in out:
-        found = by_number.get(row["issue"])
-        row["title"] = found.title if found is not None else ""
+
+    def row(
+        number: int, state: WaitState, pred: int | None, reason: str, by: SwitchName | None
+    ) -> ItemRow:
+        found = by_number.get(number)
         # Steering the fleet did not obey, named so nobody mistakes it for a fleet that ignores
         # its operators (issue 16): a stranger's release, reopen, hold or look-alike marker.
-        row["ignored"] = (
-            [i.line() for i in history(found, snap.policy).ignored] if found is not None else []
+        ignored = (
+            tuple(i.line() for i in history(found, snap.policy).ignored)
+            if found is not None
+            else ()
         )
-    return sorted(out, key=lambda r: r["issue"])
+        title = found.title if found is not None else ""
+        return ItemRow(number, state, pred, reason, by, title, ignored)
+
+    out: list[ItemRow] = []
+    for d in plan.dispatch:
+        reason = f"would dispatch to {d.worker} ({d.why})"
+        reason = f"{reason} — {held}" if held else reason
+        out.append(row(d.issue, WaitState.ELIGIBLE, None, reason, held_by))
+    for w in plan.waiting:
+        out.append(row(w.issue, w.state, w.predicate, explain(w, snap), None))
+    return tuple(sorted(out, key=lambda r: r.issue))
 
 
 # -- workers -------------------------------------------------------------------------------------
@@ -261,93 +290,277 @@ def _worker_reason(v: WorkerView, now: datetime) -> str:
     return f"source {cap.source.value}, reset {reset} — {remedy}"
 
 
-def workers(snap: Snapshot) -> list[dict[str, Any]]:
-    out = []
-    for v in snap.workers:
-        units = [
-            {
-                "issue": u.issue,
-                "master": u.master,
-                "state": u.state,
-                "live": u.live,
-                "start_us": u.start_us,
-                "since": _stamp(u.started_at) if u.started_at else None,
-                "age": _ago(snap.now, u.started_at) if u.started_at else None,
-            }
-            for u in v.units
-        ]
-        out.append(
-            {
-                "name": v.name,
-                "lane": v.lane,
-                "state": _worker_state(v),
-                "reason": _worker_reason(v, snap.now),
-                "units": units,
-            }
+@dataclass(frozen=True)
+class UnitRow:
+    """One supervised unit on a worker: the supervisor's state word, and since when (wall clock)."""
+
+    issue: int
+    master: str
+    state: str
+    live: bool
+    start_us: int
+    since: str | None
+    age: str | None
+
+    def text(self) -> str:
+        at = f"@{self.master}" if self.master else ""
+        since = f" since {self.since} ({self.age} ago)" if self.since else ""
+        return f"{unit_name(self.issue)}{at} {self.state}{since}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "issue": self.issue,
+            "master": self.master,
+            "state": self.state,
+            "live": self.live,
+            "start_us": self.start_us,
+            "since": self.since,
+            "age": self.age,
+        }
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    """One worker: healthy, dark, canary, unreachable or check 8's other answer, why, its units."""
+
+    name: str
+    lane: str
+    state: str
+    reason: str
+    units: tuple[UnitRow, ...]
+
+    def line(self) -> str:
+        units = ", ".join(u.text() for u in self.units) or "no units"
+        extra = f" ({self.reason})" if self.reason else ""
+        return f"  {self.name:<12} lane={self.lane:<10} {self.state}{extra}; {units}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "lane": self.lane,
+            "state": self.state,
+            "reason": self.reason,
+            "units": [u.to_json() for u in self.units],
+        }
+
+
+def _unit_row(u: Unit, now: datetime) -> UnitRow:
+    since = _stamp(u.started_at) if u.started_at else None
+    age = _ago(now, u.started_at) if u.started_at else None
+    return UnitRow(u.issue, u.master, u.state, u.live, u.start_us, since, age)
+
+
+def worker_rows(snap: Snapshot) -> tuple[WorkerRow, ...]:
+    return tuple(
+        WorkerRow(
+            name=v.name,
+            lane=v.lane,
+            state=_worker_state(v),
+            reason=_worker_reason(v, snap.now),
+            units=tuple(_unit_row(u, snap.now) for u in v.units),
         )
-    return out
+        for v in snap.workers
+    )
 
 
 # -- switches ------------------------------------------------------------------------------------
-def _switch_json(s: Switch | None, now: datetime) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FlagRow:
+    """PAUSE or DRAIN: ``on`` is None when this caller did not read the switches; the rest is
+    filled only when it is on."""
+
+    on: bool | None
+    path: str | None = None
+    reason: str | None = None
+    author: str | None = None
+    since: str | None = None
+    age: str | None = None
+
+    def line(self, name: str, meaning: str) -> str:
+        if self.on is None:
+            return f"  {name:<11} not read by this caller"
+        if not self.on:
+            return f"  {name:<11} off"
+        who = f" by {self.author}" if self.author else ""
+        age = f", {self.age} ago" if self.age else ""
+        why = self.reason or "no reason was recorded"
+        return f"  {name:<11} ON — set{who}{age}: {why} ({meaning})"
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.on:
+            return {"on": self.on}
+        return {
+            "on": True,
+            "path": self.path,
+            "reason": self.reason,
+            "author": self.author,
+            "since": self.since,
+            "age": self.age,
+        }
+
+
+def _flag_row(s: Switch | None, now: datetime) -> FlagRow:
     if s is None:
-        return {"on": False}
-    return {
-        "on": True,
-        "path": s.path,
-        "reason": s.reason,
-        "author": s.author,
-        "since": _stamp(s.since) if s.since else None,
-        "age": _ago(now, s.since) if s.since else None,
-    }
+        return FlagRow(on=False)
+    since = _stamp(s.since) if s.since else None
+    age = _ago(now, s.since) if s.since else None
+    return FlagRow(True, s.path, s.reason, s.author, since, age)
 
 
-def switches_json(snap: Snapshot, plan: Plan, switches: Switches | None) -> dict[str, Any]:
-    """Every switch, on or off. PAUSE/DRAIN are ``{"on": null}`` when this caller did not read them."""
-    files = [h for h in plan.halts if h.source == HaltSource.FILE]
-    issues = [h for h in plan.halts if h.source == HaltSource.ISSUE]
-    unknown: dict[str, Any] = {"on": None}
+@dataclass(frozen=True)
+class HaltFileRow:
+    on: bool
+    lines: tuple[str, ...]  # one halt line per halt the file holds
+
+    def to_json(self) -> dict[str, Any]:
+        return {"on": self.on, "lines": list(self.lines)}
+
+
+@dataclass(frozen=True)
+class HaltIssueRow:
+    on: bool
+    title: str  # the halt issue's title (policy.halt_title)
+    lines: tuple[str, ...]  # one halt line per halt issue obeyed
+    ignored: tuple[str, ...]  # the halt issues not obeyed (issue 16)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "on": self.on,
+            "title": self.title,
+            "lines": list(self.lines),
+            "ignored": list(self.ignored),
+        }
+
+
+@dataclass(frozen=True)
+class SwitchRows:
+    """Every switch, on or off."""
+
+    halt_file: HaltFileRow
+    halt_issue: HaltIssueRow
+    pause: FlagRow
+    drain: FlagRow
+
+    def lines(self) -> list[str]:
+        hf, hi = self.halt_file, self.halt_issue
+        lines = ["switches:"]
+        lines += [f"  {'halt file':<11} ON — {line}" for line in hf.lines] or [
+            f"  {'halt file':<11} off"
+        ]
+        lines += [f"  {'halt issue':<11} ON — {line}" for line in hi.lines] or [
+            f"  {'halt issue':<11} none open (title {hi.title!r})"
+        ]
+        lines += [f"  {'':<11} NOT OBEYED — {line}" for line in hi.ignored]
+        lines.append(self.pause.line("PAUSE", "only cancels are decided; live runs go on"))
+        lines.append(self.drain.line("DRAIN", "no new work starts; in-flight runs finish"))
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "halt_file": self.halt_file.to_json(),
+            "halt_issue": self.halt_issue.to_json(),
+            "pause": self.pause.to_json(),
+            "drain": self.drain.to_json(),
+        }
+
+
+def switch_rows(snap: Snapshot, plan: Plan, switches: Switches | None) -> SwitchRows:
+    """Every switch, on or off. PAUSE/DRAIN are ``on=None`` when this caller did not read them."""
+    files = tuple(halt_line(h, snap.now) for h in plan.halts if h.source == HaltSource.FILE)
+    issues = tuple(halt_line(h, snap.now) for h in plan.halts if h.source == HaltSource.ISSUE)
     _, ignored = halt_issues(snap.issues, snap.policy)
-    return {
-        "halt_file": {"on": bool(files), "lines": [halt_line(h, snap.now) for h in files]},
-        "halt_issue": {
-            "on": bool(issues),
-            "title": snap.policy.halt_title,
-            "lines": [halt_line(h, snap.now) for h in issues],
-            "ignored": [i.line() for i in ignored],
-        },
-        "pause": _switch_json(switches.pause, snap.now) if switches else unknown,
-        "drain": _switch_json(switches.drain, snap.now) if switches else unknown,
-    }
-
-
-def _flag_line(name: str, row: dict[str, Any], meaning: str) -> str:
-    if row["on"] is None:
-        return f"  {name:<11} not read by this caller"
-    if not row["on"]:
-        return f"  {name:<11} off"
-    who = f" by {row['author']}" if row["author"] else ""
-    age = f", {row['age']} ago" if row["age"] else ""
-    why = row["reason"] or "no reason was recorded"
-    return f"  {name:<11} ON — set{who}{age}: {why} ({meaning})"
-
-
-def switch_lines(sw: dict[str, Any]) -> list[str]:
-    hf, hi = sw["halt_file"], sw["halt_issue"]
-    lines = ["switches:"]
-    lines += [f"  {'halt file':<11} ON — {line}" for line in hf["lines"]] or [
-        f"  {'halt file':<11} off"
-    ]
-    lines += [f"  {'halt issue':<11} ON — {line}" for line in hi["lines"]] or [
-        f"  {'halt issue':<11} none open (title {hi['title']!r})"
-    ]
-    lines += [f"  {'':<11} NOT OBEYED — {line}" for line in hi.get("ignored", [])]
-    lines.append(_flag_line("PAUSE", sw["pause"], "only cancels are decided; live runs go on"))
-    lines.append(_flag_line("DRAIN", sw["drain"], "no new work starts; in-flight runs finish"))
-    return lines
+    unknown = FlagRow(on=None)
+    return SwitchRows(
+        halt_file=HaltFileRow(bool(files), files),
+        halt_issue=HaltIssueRow(
+            bool(issues), snap.policy.halt_title, issues, tuple(i.line() for i in ignored)
+        ),
+        pause=_flag_row(switches.pause, snap.now) if switches else unknown,
+        drain=_flag_row(switches.drain, snap.now) if switches else unknown,
+    )
 
 
 # -- the whole report ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StatusReport:
+    """Everything fleet-status says, from one snapshot, one plan, the heartbeat and the switches:
+    :meth:`text` and :meth:`to_json` read these rows and nothing else."""
+
+    now: datetime
+    halts: tuple[str, ...]  # one halt line per halt in force
+    board_error: str | None
+    heartbeat: dict[str, Any] | None  # the heartbeat file as the last sweep wrote it
+    heartbeat_line: str
+    switches: SwitchRows
+    idle: IdleVerdict
+    workers: tuple[WorkerRow, ...]
+    items: tuple[ItemRow, ...]  # only the asked issue's when ``issue`` is set
+    issue: int | None
+
+    def text(self) -> str:
+        lines = [f"HALTED — {line}" for line in self.halts]
+        if self.switches.pause.on:
+            lines.append("PAUSED — only cancels are decided (see switches)")
+        if self.switches.drain.on:
+            lines.append("DRAINING — no new work starts (see switches and idle)")
+        if self.board_error:
+            lines.append(f"BOARD UNREADABLE — {self.board_error} (an --apply sweep refuses to run)")
+        lines.append(self.heartbeat_line)
+        lines += self.switches.lines()
+        lines.append(self.idle.line())
+        lines.append("workers:")
+        lines += [w.line() for w in self.workers]
+        lines.append("items:")
+        if not self.items:
+            none = (
+                "  (no open issues)"
+                if self.issue is None
+                else f"  #{self.issue}: not an open issue"
+            )
+            lines.append(none)
+        for r in self.items:
+            lines += r.lines()
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "now": self.now.isoformat(),
+            "items": [r.to_json() for r in self.items],
+            "workers": [w.to_json() for w in self.workers],
+            "halts": list(self.halts),
+            "switches": self.switches.to_json(),
+            "idle": self.idle.to_json(),
+            "heartbeat": self.heartbeat,
+            "heartbeat_line": self.heartbeat_line,
+            "board_error": self.board_error,
+        }
+
+
+def report(
+    snap: Snapshot,
+    plan: Plan,
+    hb: dict[str, Any] | None,
+    period_s: int,
+    issue: int | None = None,
+    *,
+    switches: Switches | None = None,
+) -> StatusReport:
+    """The rows of fleet-status, from values only (``issue`` keeps that one item)."""
+    rows = item_rows(snap, plan, switches)
+    return StatusReport(
+        now=snap.now,
+        halts=tuple(halt_line(h, snap.now) for h in plan.halts),
+        board_error=plan.board_error,
+        heartbeat=hb,
+        heartbeat_line=heartbeat_line(hb, snap.now, period_s),
+        switches=switch_rows(snap, plan, switches),
+        idle=idle(snap),
+        workers=worker_rows(snap),
+        items=tuple(r for r in rows if issue is None or r.issue == issue),
+        issue=issue,
+    )
+
+
 def render(
     snap: Snapshot,
     plan: Plan,
@@ -357,40 +570,7 @@ def render(
     *,
     switches: Switches | None = None,
 ) -> str:
-    lines = [f"HALTED — {halt_line(h, snap.now)}" for h in plan.halts]
-    if switches is not None and switches.pause is not None:
-        lines.append("PAUSED — only cancels are decided (see switches)")
-    if switches is not None and switches.drain is not None:
-        lines.append("DRAINING — no new work starts (see switches and idle)")
-    if plan.board_error:
-        lines.append(f"BOARD UNREADABLE — {plan.board_error} (an --apply sweep refuses to run)")
-    lines.append(heartbeat_line(hb, snap.now, period_s))
-    lines += switch_lines(switches_json(snap, plan, switches))
-    lines.append(idle(snap).line())
-    lines.append("workers:")
-    for w in workers(snap):
-        units = (
-            ", ".join(
-                unit_name(u["issue"])
-                + (f"@{u['master']}" if u["master"] else "")
-                + f" {u['state']}"
-                + (f" since {u['since']} ({u['age']} ago)" if u["since"] else "")
-                for u in w["units"]
-            )
-            or "no units"
-        )
-        extra = f" ({w['reason']})" if w["reason"] else ""
-        lines.append(f"  {w['name']:<12} lane={w['lane']:<10} {w['state']}{extra}; {units}")
-    lines.append("items:")
-    rows = [r for r in items(snap, plan, switches) if issue is None or r["issue"] == issue]
-    if not rows:
-        lines.append("  (no open issues)" if issue is None else f"  #{issue}: not an open issue")
-    for r in rows:
-        pred = f"p{r['predicate']}" if r["predicate"] is not None else "  "
-        reason, title = printable(r["reason"]), printable(r["title"])  # board text: one line each
-        lines.append(f"  #{r['issue']:<5} {r['state']:<12} {pred:<4} {reason}  — {title}")
-        lines += [f"  {'':<6} {'':<12} {'':<4} NOT OBEYED — {line}" for line in r["ignored"]]
-    return "\n".join(lines)
+    return report(snap, plan, hb, period_s, issue, switches=switches).text()
 
 
 def as_json(
@@ -403,16 +583,5 @@ def as_json(
     period_s: int | None = None,
 ) -> dict[str, Any]:
     """The same facts as :func:`render`, as one object (other flags may add keys beside these)."""
-    rows = [r for r in items(snap, plan, switches) if issue is None or r["issue"] == issue]
     period = period_s if period_s is not None else snap.policy.timer_period_s
-    return {
-        "now": snap.now.isoformat(),
-        "items": rows,
-        "workers": workers(snap),
-        "halts": [halt_line(h, snap.now) for h in plan.halts],
-        "switches": switches_json(snap, plan, switches),
-        "idle": idle(snap).to_json(),
-        "heartbeat": hb,
-        "heartbeat_line": heartbeat_line(hb, snap.now, period),
-        "board_error": plan.board_error,
-    }
+    return report(snap, plan, hb, period, issue, switches=switches).to_json()

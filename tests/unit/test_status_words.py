@@ -3,6 +3,7 @@ to show it, rendered by the production ``render`` — and ``--json`` says the sa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -12,7 +13,7 @@ from fleet.control.switches import Switch, Switches
 from fleet.core.markers import Kind
 from fleet.core.model import Capacity, CapacitySource, Plan, Reach, Snapshot, Unit, iso
 from fleet.core.select import select
-from fleet.views.status import as_json, heartbeat_line, render
+from fleet.views.status import as_json, heartbeat_line, render, report
 from tests.builders import NOW, halt, issue, marker, snapshot, worker
 
 PERIOD = 300
@@ -265,3 +266,20 @@ def test_the_json_carries_the_heartbeat_line() -> None:
     snap = snapshot(issue(1))
     j = as_json(snap, select(snap), _hb("idle", 1), switches=OFF)
     assert j["heartbeat_line"].startswith("heartbeat: 60s ago, outcome idle")
+
+
+def test_the_text_and_the_json_read_the_same_typed_rows() -> None:
+    snap = snapshot(
+        issue(1), issue(7, timeline=[marker(Kind.START)]),
+        workers=[worker("w1", units=[unit_since(7, 1)])],
+    )  # fmt: skip
+    plan = select(snap)
+    rep = report(snap, plan, None, PERIOD, switches=OFF)
+    assert [(r.issue, r.state) for r in rep.items] == [(1, "eligible"), (7, "running")]
+    assert rep.workers[0].units[0].text().startswith("task-7@agent active since ")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.items[0].reason = "edited"  # type: ignore[misc]
+    assert rep.text() == render(snap, plan, None, PERIOD, switches=OFF)
+    assert rep.to_json() == as_json(snap, plan, None, switches=OFF, period_s=PERIOD)
+    one = report(snap, plan, None, PERIOD, 7, switches=OFF)
+    assert [r.issue for r in one.items] == [7] and one.workers == rep.workers
