@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fleet import inventory_builder
 from fleet.board import open_board
 from fleet.context import FleetContext
 from fleet.core.markers import TERMINAL, history
@@ -27,23 +28,6 @@ from fleet.inventory import load
 # A no-op run is a runner start plus a few git commands (~1 s locally); this bounds a wedged one.
 RUN_DEADLINE_S = 30.0
 POLL_S = 0.1  # board poll period while waiting for a run's terminal marker
-
-_INVENTORY = """\
-board: {{kind: local, path: {d}/board.sqlite3, origin: {d}/origin.git, identity: fleet}}
-lock: {{path: {d}/fleet.lock, wait_s: 30}}
-halt: {{file: {d}/HALT, issue_title: HALT FLEET}}
-policy: {{max_run_s: 60}}
-state_dir: {d}/state
-workers:
-  - name: w1
-    transport: local
-    clone: {d}/workers/w1/clone
-    state_dir: {d}/workers/w1
-    python: {py}
-    agent: {py} -m fleet.agents.demo
-    supervisor: portable
-    path_prefix: []
-"""
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -61,10 +45,23 @@ def _wait_terminal(ctx: FleetContext, number: int) -> bool:
     return False
 
 
+def write_inventory(root: Path) -> Path:
+    """The embedded default's layout under ``root``: one local worker under the portable
+    supervisor, running the stand-in agent with this Python; a 60 s run limit bounds a wedged run."""
+    w1 = inventory_builder.local_worker(
+        root,
+        "w1",
+        python=sys.executable,
+        agent=f"{sys.executable} -m fleet.agents.demo",
+        supervisor="portable",
+        path_prefix=[],
+    )
+    data = inventory_builder.under(root, [w1], policy={"max_run_s": 60})
+    return inventory_builder.write(root / "inventory.yaml", data)
+
+
 def run(count: int, root: Path) -> int:
-    path = root / "inventory.yaml"
-    path.write_text(_INVENTORY.format(d=root, py=sys.executable), encoding="utf-8")
-    inv = load(path)
+    inv = load(write_inventory(root))
     board = open_board(inv, create=True)
     board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
     probe: list[float] = []

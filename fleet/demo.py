@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Required, TypedDict
 
+from fleet import inventory_builder
 from fleet.board import open_board
 from fleet.cmd.common import context
 from fleet.context import FleetContext
@@ -46,30 +47,18 @@ TICK_S = 0.5  # a demo sweep period; production runs the sweeper on a 5-minute t
 WORKERS = ("local", "local-2", "local-3")  # inventory.yaml's workers, in its order
 DEMO_BODY = "Demo issue ("  # how every sample's body begins: the demo's own issues, and no others
 
-_INVENTORY = """\
-# The demo's inventory: the embedded default's fleet (inventory.yaml), absolute paths, two departures.
-board: {{kind: local, path: {d}/board.sqlite3, origin: {d}/origin.git, identity: fleet}}
-lock: {{path: {d}/fleet.lock, wait_s: 30}}
-halt: {{file: {d}/HALT, issue_title: HALT FLEET}}
-policy:
-  attempt_cap: 3           # as inventory.yaml: fleet-status after the demo says what the demo saw
-  retry_backoffs_s: [1, 2] # demo only: production backoffs must outlast the CLI's ~200 s ladder (D7)
-  max_run_s: 8             # demo only: ends the hang fault in seconds (RuntimeMaxSec)
-state_dir: {d}/state
-workers:
-{workers}"""
-
-_WORKER = """\
-  - name: {name}
-    transport: local
-    lane: {name}
-    clone: {d}/workers/{name}/clone
-    state_dir: {d}/workers/{name}
-    python: {py}
-    agent: {py} -m fleet.agents.demo{kind}
-    supervisor: auto
-    path_prefix: [~/.local/bin]
-"""
+# The demo's policy: inventory.yaml's attempt cap (so fleet-status after the demo says what the demo
+# saw) and the two departures, each a bound on runs in flight.
+_POLICY = {
+    "attempt_cap": 3,
+    "retry_backoffs_s": [1, 2],  # production backoffs must outlast the CLI's ~200 s ladder (D7)
+    "max_run_s": 8,  # ends the hang fault in seconds (RuntimeMaxSec)
+}
+_HEADER = """\
+The demo's inventory (fleet.demo, built by fleet.inventory_builder): the embedded default's fleet
+(inventory.yaml) with absolute paths and two departures, demo only: retry backoffs of 1 s and 2 s
+(production's must outlast the agent CLI's ~200 s retry ladder, D7) and an 8 s run limit (ends the
+hang fault in seconds). The workers run this checkout's Python."""
 
 
 class Sample(TypedDict, total=False):
@@ -125,10 +114,20 @@ def write_inventory(root: Path, agent: str = "claude") -> Path:
     from its ``--kind``, docs/agents.md)."""
     py = sys.executable
     kind = "" if agent == "claude" else f" --kind {agent}"
-    workers = "".join(_WORKER.format(name=n, d=root, py=py, kind=kind) for n in WORKERS)
-    path = root / "inventory.yaml"
-    path.write_text(_INVENTORY.format(d=root, workers=workers), encoding="utf-8")
-    return path
+    workers = [
+        inventory_builder.local_worker(
+            root,
+            name,
+            lane=name,
+            python=py,
+            agent=f"{py} -m fleet.agents.demo{kind}",
+            supervisor="auto",
+            path_prefix=["~/.local/bin"],
+        )
+        for name in WORKERS
+    ]
+    data = inventory_builder.under(root, workers, policy=_POLICY)
+    return inventory_builder.write(root / "inventory.yaml", data, header=_HEADER)
 
 
 def file_samples(ctx: FleetContext) -> dict[str, int]:

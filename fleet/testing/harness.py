@@ -38,14 +38,15 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import paramiko
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ruamel.yaml import YAML
+
+from fleet import inventory_builder
 
 REPO = Path(__file__).resolve().parents[2]  # fleet/testing/harness.py -> the repository
 DOCKER_DIR = REPO / "docker"
@@ -704,8 +705,11 @@ def inventory_data(
     state_dir: Path,
     runner_remote: str | None = None,
     work: str = WORK_DIR,
+    policy: Mapping[str, object] | None = None,
+    max_run_s: int = HARNESS_MAX_RUN_S,
 ) -> dict[str, object]:
-    """The harness inventory as plain data (schema: fleet/inventory.py), one worker per endpoint.
+    """The harness inventory as plain data (fleet.inventory_builder; schema: fleet/inventory.py),
+    one worker per endpoint.
 
     ``board_dir`` holds the board and the origin and must lie inside the shared directory, so a path
     written here means the same file on the host and in every worker. ``state_dir`` (trace, lock,
@@ -713,7 +717,9 @@ def inventory_data(
     from before every run (D11); by default ``<board_dir>/fleet.git``, which the caller fills.
     ``work`` is the directory under each master's home that holds the target clone and the worker
     state: two boards on one harness need two, or the clone would keep the first board's origin.
-    The runner clone is always ``~/fleet-work/fleet``: one fleet checkout per master.
+    The runner clone is always ``~/fleet-work/fleet``: one fleet checkout per master. ``policy``
+    holds the values that differ from the defaults (none by default); ``max_run_s`` is every
+    worker's run-time limit.
     """
     board_dir, shared = board_dir.resolve(), info.shared_dir.resolve()
     if not board_dir.is_relative_to(shared):
@@ -726,38 +732,35 @@ def inventory_data(
     for ep in info.endpoints():
         home = f"/home/{ep.master}"
         workers.append(
-            {
-                "name": ep.name,
-                "transport": "ssh",
-                "host": "127.0.0.1",
-                "port": ep.port,
-                "master": ep.master,
-                "lane": ep.container.name,
-                "clone": f"{home}/{work}/target",
-                "runner_clone": f"{home}/{RUNNER_CLONE}",
-                "runner_remote": remote,
+            inventory_builder.worker(
+                ep.name,
+                transport="ssh",
+                host="127.0.0.1",
+                port=ep.port,
+                master=ep.master,
+                lane=ep.container.name,
+                clone=f"{home}/{work}/target",
+                runner_clone=f"{home}/{RUNNER_CLONE}",
+                runner_remote=remote,
                 # D3: the unit does not inherit PATH; the venv first so `python` is fleet's python.
-                "path_prefix": [str(Path(VENV_PYTHON).parent), "~/.local/bin"],
-                "agent": "python -m fleet.agents.demo",
-                "supervisor": "systemd",
-                "key": str(info.key),
-                "known_hosts": str(info.known_hosts),
-                "state_dir": f"{home}/{work}/state",
-                "python": VENV_PYTHON,
-                "max_run_s": HARNESS_MAX_RUN_S,
-            }
+                path_prefix=[str(Path(VENV_PYTHON).parent), "~/.local/bin"],
+                agent="python -m fleet.agents.demo",
+                supervisor="systemd",
+                key=info.key,
+                known_hosts=info.known_hosts,
+                state_dir=f"{home}/{work}/state",
+                python=VENV_PYTHON,
+                max_run_s=max_run_s,
+            )
         )
-    return {
-        "board": {
-            "kind": "local",
-            "path": str(board_dir / "board.sqlite3"),
-            "origin": str(board_dir / "origin.git"),
-        },
-        "lock": {"path": str(state_dir / "fleet.lock")},
-        "halt": {"file": str(state_dir / "HALT")},
-        "state_dir": str(state_dir),
-        "workers": workers,
-    }
+    return inventory_builder.inventory(
+        board=inventory_builder.local_board(board_dir / "board.sqlite3", board_dir / "origin.git"),
+        lock=state_dir / "fleet.lock",
+        halt=state_dir / "HALT",
+        policy=policy,
+        state_dir=state_dir,
+        workers=workers,
+    )
 
 
 def write_inventory(
@@ -767,24 +770,25 @@ def write_inventory(
     board_dir: Path,
     runner_remote: str | None = None,
     work: str = WORK_DIR,
+    policy: Mapping[str, object] | None = None,
+    max_run_s: int = HARNESS_MAX_RUN_S,
 ) -> Path:
     """Write the harness inventory to ``path`` (host state next to it, in ``<path stem>-state``)."""
     state_dir = path.resolve().parent / f"{path.stem}-state"
     data = inventory_data(
-        info, board_dir=board_dir, state_dir=state_dir, runner_remote=runner_remote, work=work
+        info,
+        board_dir=board_dir,
+        state_dir=state_dir,
+        runner_remote=runner_remote,
+        work=work,
+        policy=policy,
+        max_run_s=max_run_s,
     )
-    yaml = YAML()
-    yaml.default_flow_style = False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as f:
-        f.write(
-            "# Generated by fleet.testing.harness.write_inventory() for the Docker harness: the ports are\n"
-            "# the ones published now and change on every start. Do not edit; regenerate.\n"
-        )
-        yaml.dump(data, f)
-    tmp.replace(path)
-    return path
+    header = (
+        "Generated by fleet.testing.harness.write_inventory() for the Docker harness: the ports are\n"
+        "the ones published now and change on every start. Do not edit; regenerate."
+    )
+    return inventory_builder.write(path, data, header=header)
 
 
 # --- a fleet on the harness ------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import paramiko
-from ruamel.yaml import YAML
 
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
@@ -134,20 +133,13 @@ class FaultFleet:
             board_dir=self.root,
             runner_remote=str(self.runner_remote),
             work=f"fleet-boards/{DEPLOY_NAME}",
+            policy={
+                "reaper_threshold_s": REAPER_THRESHOLD_S,
+                "retry_backoffs_s": [1, 2, 4],
+                "max_run_s": MAX_RUN_S,
+            },
+            max_run_s=MAX_RUN_S,
         )
-        yaml = YAML()
-        data = yaml.load(self.inventory_path.read_text())
-        data["policy"] = {
-            "reaper_threshold_s": REAPER_THRESHOLD_S,
-            "retry_backoffs_s": [1, 2, 4],
-            "max_run_s": MAX_RUN_S,
-        }
-        for w in data["workers"]:
-            w["max_run_s"] = MAX_RUN_S
-        tmp = self.inventory_path.with_name(self.inventory_path.name + ".tmp")
-        with tmp.open("w") as f:
-            yaml.dump(data, f)
-        tmp.replace(self.inventory_path)
         harness.grant_shared(self.inventory_path)
 
     @contextmanager

@@ -72,7 +72,7 @@ def commands_on(state: Replayer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     """The inventory of an embedded-default fleet (one local worker) whose commands open
     ``state``'s GitHub board — the production GitHubBoard on the replayer. Returns its path."""
     from fleet.cmd import common
-    from tests.integration.test_dispatch import make_fleet
+    from tests.integration.fleet_fixture import make_fleet
 
     f = make_fleet(tmp_path)
     f.ctx.close()

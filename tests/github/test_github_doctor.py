@@ -10,23 +10,31 @@ import pytest
 from fleet.doctor import checks
 from fleet.doctor.checks import Options, run
 from fleet.inventory import default_path
+from fleet.inventory_builder import InventoryData
 from tests.github.backend import github_board
 from tests.github.replay import Replayer
-from tests.integration.test_dispatch import make_fleet
+from tests.integration.fleet_fixture import make_fleet, set_worker, write_fleet_inventory
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def _github_fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Replayer) -> Path:
+def _github_fleet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Replayer, **w1: object
+) -> Path:
+    """make_fleet's inventory on a GitHub board (the replayer's), ``w1`` more fields of w1."""
     f = make_fleet(tmp_path)
     f.ctx.close()
     token = tmp_path / "token"
     token.write_text("t\n")
     token.chmod(0o600)
-    text = f.inventory_path.read_text(encoding="utf-8").splitlines()
-    text[0] = ("board: {kind: github, owner: octo-org, repo: widgets, project_number: 1, "
-               f"identity: fleet-bot, token_file: {token}}}")  # fmt: skip
-    f.inventory_path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    board = {"kind": "github", "owner": "octo-org", "repo": "widgets", "project_number": 1,
+             "identity": "fleet-bot", "token_file": str(token)}  # fmt: skip
+
+    def on_github(data: InventoryData, root: Path) -> None:
+        data["board"] = board
+        set_worker("w1", **w1)(data, root)
+
+    write_fleet_inventory(f.root, edit=on_github)
     monkeypatch.setattr(checks, "open_board", lambda inv: github_board(state))
     return f.inventory_path
 
@@ -84,14 +92,12 @@ def test_doctor_fails_when_the_agent_holds_the_token_that_posts_markers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent_token: str | None, ok: bool, reason: str
 ) -> None:
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
-    path = _github_fleet(tmp_path, monkeypatch, Replayer())
+    agent = tmp_path / "agent-token"
     if agent_token is not None:
-        agent = tmp_path / "agent-token"
         agent.write_text(agent_token + "\n")
-        text = path.read_text(encoding="utf-8").replace(
-            "    supervisor: portable\n", f"    supervisor: portable\n    agent_token_file: {agent}\n"
-        )
-        path.write_text(text, encoding="utf-8")
+    path = _github_fleet(
+        tmp_path, monkeypatch, Replayer(), agent_token_file=None if agent_token is None else agent
+    )
     found = {f.check: f for f in run(str(path), default_path(), Options(probe=False))}
     verdict = found["worker w1: agent credential"]
     assert verdict.ok is ok and verdict.reason == reason, verdict

@@ -15,7 +15,7 @@ from fleet.core.markers import Kind, history, render
 from fleet.runner import __main__ as runner_main
 from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer
-from tests.integration.test_dispatch import make_fleet
+from tests.integration.fleet_fixture import make_fleet
 
 pytestmark = pytest.mark.timeout(120)
 

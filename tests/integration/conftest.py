@@ -1,14 +1,13 @@
-"""Fixtures every integration module shares: one real local fleet per test, and a closed port."""
+"""Fixtures every integration module shares: one real local fleet per test (fleet_fixture.py)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_dispatch import Fleet, make_fleet
+from tests.integration.fleet_fixture import Fleet, make_fleet
 
 
 @pytest.fixture
@@ -19,10 +18,3 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         yield f
     finally:
         f.ctx.close()
-
-
-def closed_port() -> int:
-    """A port nobody listens on (free a moment ago): an SSH worker that cannot be reached."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -16,8 +16,7 @@ from fleet.core.exits import Exit, RunExit
 from fleet.core.markers import Kind
 from fleet.core.model import IssueState
 from tests.contract import push_branch
-from tests.integration.test_dispatch import refuses
-from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker
+from tests.integration.fleet_fixture import fleet_at, markers, refuses, run_runner, worker
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -23,7 +23,7 @@ from fleet.core.select import select
 from fleet.dispatch import Request, dispatch_batch
 from fleet.observe import snapshot
 from fleet.runner.capacity import capacity_path, read_capacity
-from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker
+from tests.integration.fleet_fixture import fleet_at, markers, run_runner, worker
 
 pytestmark = pytest.mark.timeout(300)
 

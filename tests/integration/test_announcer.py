@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from fleet.board import open_board
 from fleet.board.base import Board
 from fleet.board.local import LocalBoard
 from fleet.cmd.announce import announce_cmd
@@ -31,15 +30,13 @@ from fleet.core.announce import NO_RESET_BOUND_S, StallKind
 from fleet.core.closing import has_live_keyword
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind, render
-from fleet.core.model import Capacity, CapacitySource, CIState, Issue, Status, WaitState
-from fleet.inventory import load
+from fleet.core.model import Capacity, CapacitySource, Issue, Status, WaitState
 from fleet.observe import snapshot
 from fleet.roles.announcer import AnnounceReport, announce
 from fleet.roles.sweeper import tick
 from fleet.runner.capacity import capacity_path, write_capacity
 from fleet.trace import read_trace
-from tests.integration.conftest import closed_port
-from tests.integration.test_dispatch import Fleet, all_comments, write_fleet_inventory
+from tests.integration.fleet_fixture import Fleet, all_comments, make_fleet, with_ghost
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -47,20 +44,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture
 def fleet_with_ghost(tmp_path: Path) -> Iterator[Fleet]:
     """w1 (local) and ghost: an SSH worker on a closed port, so its probe is could-not-check."""
-    root = tmp_path.resolve()
-    path = write_fleet_inventory(root)
-    known = root / "known_hosts"
-    known.write_text("")
-    path.write_text(
-        path.read_text(encoding="utf-8")
-        + f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {closed_port()}\n"
-        f"    master: root\n    known_hosts: {known}\n    state_dir: /tmp/fleet-ghost\n",
-        encoding="utf-8",
-    )
-    inv = load(path)
-    board = open_board(inv, create=True)
-    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
-    f = Fleet(root, path, inv, board, FleetContext(inv, board))
+    f = make_fleet(tmp_path, edit=with_ghost)
     try:
         yield f
     finally:

@@ -22,7 +22,7 @@ from fleet.dispatch import DispatchResult, dispatch
 from fleet.observe import probe_fleet
 from fleet.roles.sweeper import tick
 from tests.cancel_window import WAIT_S, Window, cancel_board, dispatch_board
-from tests.integration.test_dispatch import Fleet, has_marker, kinds, wait_for
+from tests.integration.fleet_fixture import Fleet, has_marker, kinds, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -25,8 +25,14 @@ from fleet.core.model import Capacity, CapacitySource
 from fleet.dispatch import Request, dispatch, dispatch_batch
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.capacity import capacity_path, read_capacity, write_capacity
-from tests.integration.test_dispatch import POLL_S, RUN_DEADLINE_S
-from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker
+from tests.integration.fleet_fixture import (
+    POLL_S,
+    RUN_DEADLINE_S,
+    fleet_at,
+    markers,
+    run_runner,
+    worker,
+)
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -21,7 +21,7 @@ from fleet.cmd.cli import program as fleet_program
 from fleet.cmd.collection import ns
 from fleet.cmd.taskguard import asks_help, takes_json
 from fleet.core.exits import Exit
-from tests.integration.test_dispatch import Fleet, make_fleet
+from tests.integration.fleet_fixture import Fleet, make_fleet
 
 pytestmark = pytest.mark.timeout(300)
 

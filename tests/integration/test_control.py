@@ -13,39 +13,34 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fleet.board import open_board
-from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind, history
-from fleet.core.model import CIState, WaitState
+from fleet.core.model import WaitState
 from fleet.core.select import select
 from fleet.dispatch import dispatch
-from fleet.inventory import load
 from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
 from fleet.units import procs
-from tests.integration.test_dispatch import (
+from tests.integration.fleet_fixture import (
     Fleet,
     all_comments,
+    fleet_cli,
     has_marker,
     kinds,
     make_fleet,
     refuses,
     wait_for,
-    write_fleet_inventory,
+    with_ghost,
 )
 
 pytestmark = pytest.mark.timeout(180)
 
-CLI_TIMEOUT_S = 90.0  # one CLI call: interpreter start + a probe + at most one stop (20 s grace)
 TREE_DEADLINE_S = 20.0  # the hang agent forks its sleep child within a second of the start marker
 POLL_S = 0.1
 
@@ -69,18 +64,6 @@ def _stop_all(f: Fleet) -> None:
         for u in sup.probe():
             if u.live:
                 sup.stop(u.issue, timeout_s=5.0)
-
-
-def fleet_cli(f: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
-    """The production CLI in its own process: ``fleet ARGS --inventory F``."""
-    code = "import sys; from fleet.cmd.cli import program; program.run(['fleet', *sys.argv[1:]])"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args, "--inventory", str(f.inventory_path)],
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        cwd=f.root,
-    )
 
 
 def board_dump(f: Fleet) -> list[str]:
@@ -257,30 +240,10 @@ def test_cancel_of_a_missing_issue_is_its_own_code(fleet: Fleet) -> None:
     assert r.returncode == Exit.ISSUE_MISSING and "does not exist" in r.stdout
 
 
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as s:  # free a moment ago: nobody listens on it now
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_cancel_names_a_worker_it_could_not_check(tmp_path: Path) -> None:
-    root = tmp_path.resolve()
-    path = write_fleet_inventory(root)
-    known = root / "known_hosts"
-    known.write_text("")
-    path.write_text(
-        path.read_text()
-        + f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {_closed_port()}\n"
-        f"    master: root\n    known_hosts: {known}\n    state_dir: /tmp/fleet-ghost\n"
-    )
-    inv = load(path)
-    board = open_board(inv, create=True)
-    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
-    f = Fleet(root, path, inv, board, FleetContext(inv, board))
+    f = make_fleet(tmp_path, edit=with_ghost)
     try:
-        n = board.create_issue("plain work")
+        n = f.board.create_issue("plain work")
         r = fleet_cli(f, "cancel", "--issue", str(n))
         assert r.returncode == Exit.CANCEL_UNCHECKED, r.stdout + r.stderr
         assert "could not check worker ghost" in r.stdout

@@ -11,7 +11,7 @@ from fleet.cmd.sched import status
 from fleet.core import cost
 from fleet.roles.sweeper import tick
 from fleet.trace import read_trace
-from tests.integration.test_dispatch import Fleet
+from tests.integration.fleet_fixture import Fleet
 
 pytestmark = pytest.mark.timeout(120)
 

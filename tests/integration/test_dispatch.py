@@ -8,132 +8,30 @@ board, except check 3, which comments exactly once. A launch runs the real runne
 from __future__ import annotations
 
 import json
-import sys
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from fleet.board import open_board
-from fleet.board.base import Board
-from fleet.context import FleetContext
 from fleet.control.switches import write_halt_file
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind, history
-from fleet.core.model import Capacity, CapacitySource, CIState, Issue
+from fleet.core.model import Capacity, CapacitySource, CIState
 from fleet.dispatch import dispatch
-from fleet.inventory import Inventory, load
 from fleet.runner.capacity import capacity_path, write_capacity
+from tests.integration.fleet_fixture import (
+    POLL_S,
+    RUN_DEADLINE_S,
+    Fleet,
+    all_comments,
+    has_marker,
+    kinds,
+    refuses,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(120)
-
-# A whole default-mode run (runner start, worktree, demo agent's git work, close-out) takes ~1 s
-# locally; this bounds a wedged one so the test fails instead of hanging.
-RUN_DEADLINE_S = 30.0
-POLL_S = 0.2  # board poll period while waiting on a run
-# The unit's run-time limit: the backstop that ends a leaked demo:hang unit if a test dies before
-# its own stop (the hang agent sleeps for an hour otherwise).
-MAX_RUN_S = 40
-
-_INVENTORY = """\
-board: {{kind: local, path: {d}/board.sqlite3, origin: {d}/origin.git, identity: fleet}}
-lock: {{path: {d}/fleet.lock, wait_s: {lock_wait}}}
-halt: {{file: {d}/HALT, issue_title: HALT FLEET}}
-policy:
-  max_run_s: {max_run}
-state_dir: {d}/state
-workers:
-{workers}"""
-
-_WORKER = """\
-  - name: {name}
-    transport: local
-    clone: {d}/workers/{name}/clone
-    state_dir: {d}/workers/{name}
-    python: {py}
-    agent: {py} -m fleet.agents.demo
-    supervisor: portable
-    path_prefix: []
-"""
-
-
-@dataclass
-class Fleet:
-    root: Path
-    inventory_path: Path
-    inventory: Inventory
-    board: Board
-    ctx: FleetContext
-
-    def stop(self, worker: str, issue: int) -> None:
-        w = self.inventory.worker(worker)
-        assert w is not None
-        self.ctx.supervisor(w).stop(issue, timeout_s=10.0)
-
-
-def write_fleet_inventory(
-    root: Path, workers: tuple[str, ...] = ("w1",), *, lock_wait_s: float = 30
-) -> Path:
-    """The demo's embedded-default shape (fleet.demo.write_inventory), with named workers."""
-    body = "".join(_WORKER.format(name=n, d=root, py=sys.executable) for n in workers)
-    path = root / "inventory.yaml"
-    path.write_text(
-        _INVENTORY.format(d=root, workers=body, lock_wait=lock_wait_s, max_run=MAX_RUN_S),
-        encoding="utf-8",
-    )
-    return path
-
-
-def make_fleet(root: Path, workers: tuple[str, ...] = ("w1",)) -> Fleet:
-    root = root.resolve()  # D10: worktree pointers are written from the physical path
-    path = write_fleet_inventory(root, workers)
-    inv = load(path)
-    board = open_board(inv, create=True)
-    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
-    return Fleet(root, path, inv, board, FleetContext(inv, board))
-
-
-def all_comments(board: Board) -> int:
-    return sum(len(i.comments) for i in board.list_issues())  # type: ignore[attr-defined]
-
-
-def wait_for(board: Board, number: int, done, deadline_s: float = RUN_DEADLINE_S) -> Issue:
-    """Poll the board until ``done(issue)``; bounded, so a wedged run fails the test."""
-    end = time.monotonic() + deadline_s
-    while True:
-        issue = board.issue(number)
-        assert issue is not None
-        if done(issue):
-            return issue
-        if time.monotonic() > end:
-            bodies = [c.body.splitlines()[0] for c in issue.comments]
-            raise AssertionError(f"#{number} not done after {deadline_s}s: {issue.state} {bodies}")
-        time.sleep(POLL_S)
-
-
-def kinds(issue: Issue) -> list[Kind]:
-    return [m.kind for m in history(issue, "fleet").markers]
-
-
-def has_marker(kind: Kind):
-    return lambda issue: kind in kinds(issue)
-
-
-def refuses(f: Fleet, number: int, code: Exit, check: int | None, **kw: object) -> str:
-    """Dispatch, assert the refusal and that the board took no write; return the one line."""
-    before = all_comments(f.board)
-    r = dispatch(f.ctx, number, **kw)  # type: ignore[arg-type]
-    assert r.outcome == "refused", r
-    assert r.code is code, r.line()
-    assert r.check == check, r.line()
-    assert not r.launched
-    assert all_comments(f.board) == before, "a refusal wrote to the board (D6)"
-    line = r.line()
-    assert line.startswith(f"fleet: #{number} refused by check {check}:")
-    assert "\n" not in line
-    return line
 
 
 # -- kill switches -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from fleet.core.exits import Exit
 from fleet.core.markers import Kind
 from fleet.dispatch import Request, dispatch, dispatch_batch
 from fleet.roles.sweeper import tick
-from tests.integration.test_dispatch import Fleet, has_marker, make_fleet, wait_for
+from tests.integration.fleet_fixture import Fleet, has_marker, make_fleet, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -4,43 +4,26 @@ and their fleet-wide forms, check 9, and an unreadable board — each through th
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from fleet.board import open_board
 from fleet.board.local import LocalBoard
 from fleet.context import FleetContext
 from fleet.core.exits import Exit
-from fleet.core.model import CapacitySource, CIState
+from fleet.core.model import CapacitySource
 from fleet.dispatch import dispatch
-from fleet.inventory import load
 from fleet.runner.capacity import Capacity, capacity_path, write_capacity
-from tests.integration.conftest import closed_port
-from tests.integration.test_dispatch import Fleet, refuses, write_fleet_inventory
+from tests.integration.fleet_fixture import (
+    Fleet,
+    make_fleet,
+    only_ghost,
+    refuses,
+    set_worker,
+    with_ghost,
+)
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def _fleet_from(root: Path, edit) -> Fleet:  # type: ignore[no-untyped-def]
-    """make_fleet's inventory, edited as text before it is loaded."""
-    root = root.resolve()
-    path = write_fleet_inventory(root)
-    path.write_text(edit(path.read_text(encoding="utf-8"), root), encoding="utf-8")
-    inv = load(path)
-    board = open_board(inv, create=True)
-    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
-    return Fleet(root, path, inv, board, FleetContext(inv, board))
-
-
-def _ghost(text: str, root: Path) -> str:
-    known = root / "known_hosts"
-    known.write_text("")
-    return text + (
-        f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {closed_port()}\n"
-        f"    master: root\n    known_hosts: {known}\n    state_dir: /tmp/fleet-ghost\n"
-    )
 
 
 @pytest.mark.parametrize(("flag", "code"), [("PAUSE", Exit.PAUSED), ("DRAIN", Exit.DRAINING)])
@@ -63,28 +46,21 @@ def test_a_state_dir_the_master_cannot_create_is_no_permission(fleet: Fleet) -> 
 
 
 def test_a_worker_without_the_runner_is_no_runner(tmp_path: Path) -> None:
-    f = _fleet_from(
-        tmp_path,
-        lambda t, _r: t.replace(f"python: {sys.executable}", "python: /nonexistent/python3"),
-    )
+    f = make_fleet(tmp_path, edit=set_worker("w1", python="/nonexistent/python3"))
     with f.ctx:
         n = f.board.create_issue("plain work")
         assert "no-runner" in refuses(f, n, Exit.NO_RUNNER, 8, worker="w1")
 
 
 def test_a_closed_ssh_port_is_unreachable_and_claims_nothing(tmp_path: Path) -> None:
-    f = _fleet_from(tmp_path, _ghost)
+    f = make_fleet(tmp_path, edit=with_ghost)
     with f.ctx:
         n = f.board.create_issue("plain work")
         refuses(f, n, Exit.UNREACHABLE, 8, worker="ghost")
 
 
 def test_no_worker_reachable_is_its_own_code(tmp_path: Path) -> None:
-    def only_ghost(text: str, root: Path) -> str:
-        head = text[: text.index("workers:\n") + len("workers:\n")]
-        return _ghost(head, root)
-
-    f = _fleet_from(tmp_path, only_ghost)
+    f = make_fleet(tmp_path, edit=only_ghost)
     with f.ctx:
         n = f.board.create_issue("plain work")
         refuses(f, n, Exit.NONE_REACHABLE, 8)

@@ -9,31 +9,39 @@ import io
 import sys
 from pathlib import Path
 
+from fleet import inventory_builder
 from fleet.board import open_board
 from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.core.model import CIState
 from fleet.dispatch import dispatch, fleet_lock
 from fleet.inventory import WorkerConfig, load
+from fleet.inventory_builder import InventoryData
 from fleet.lock import RemoteFleetLock
 from fleet.transport import LocalTransport, Transport
-from tests.integration.test_dispatch import write_fleet_inventory
+from tests.integration.fleet_fixture import write_fleet_inventory
+
+
+def _on_a_lock_host(data: InventoryData, root: Path) -> None:
+    """The fleet lock on ``lockhost``: an ssh worker whose transport the test makes a local one."""
+    data["lock"]["host"] = "lockhost"
+    data["workers"].append(
+        inventory_builder.worker(
+            "lockhost",
+            transport="ssh",
+            host="127.0.0.1",
+            master="root",
+            python=sys.executable,
+            path_prefix=[],
+            state_dir=root / "lockhost",
+            clone=root / "lockhost" / "clone",
+        )
+    )
 
 
 def _ctx(tmp_path: Path) -> FleetContext:
     root = tmp_path.resolve()
-    path = write_fleet_inventory(root, ("w1",), lock_wait_s=0.5)
-    text = path.read_text(encoding="utf-8")
-    text = text.replace(
-        f"lock: {{path: {root}/fleet.lock, wait_s: 0.5}}",
-        f"lock: {{path: {root}/fleet.lock, wait_s: 0.5, host: lockhost}}",
-    )
-    text += (
-        f"  - name: lockhost\n    transport: ssh\n    host: 127.0.0.1\n    master: root\n"
-        f"    python: {sys.executable}\n    path_prefix: []\n    state_dir: {root}/lockhost\n"
-        f"    clone: {root}/lockhost/clone\n"
-    )
-    path.write_text(text, encoding="utf-8")
+    path = write_fleet_inventory(root, ("w1",), lock_wait_s=0.5, edit=_on_a_lock_host)
     inv = load(path)
     board = open_board(inv, create=True)
     board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]

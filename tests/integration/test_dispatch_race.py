@@ -21,7 +21,7 @@ from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.dispatch import dispatch
 from fleet.inventory import load
-from tests.integration.test_dispatch import Fleet, make_fleet
+from tests.integration.fleet_fixture import Fleet, make_fleet
 
 ROUNDS = 50  # the 50 rounds: both orders of arrival many times; ~1.5 s a round (stress)
 SHORT_ROUNDS = 10  # what `invoke test` races; `invoke stress` (and CI) the 50

@@ -15,8 +15,8 @@ from fleet.core.exits import Exit
 from fleet.core.model import IssueState
 from fleet.doctor.checks import Options, run
 from fleet.inventory import default_path
-from tests.integration.conftest import closed_port
-from tests.integration.test_dispatch import make_fleet
+from fleet.inventory_builder import InventoryData
+from tests.integration.fleet_fixture import ghost, make_fleet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,16 +45,12 @@ def test_green_on_the_embedded_default_and_only_the_probe_is_written(
 
 
 def test_names_a_worker_whose_sshd_is_down_and_an_agent_off_path(tmp_path: Path) -> None:
-    f = make_fleet(tmp_path)
+    def broken(data: InventoryData, root: Path) -> None:
+        data["workers"][0]["agent"] = "no-such-agent-cli --flag"
+        data["workers"].append(ghost(root, clone="/tmp/ghost-clone"))
+
+    f = make_fleet(tmp_path, edit=broken)
     f.ctx.close()
-    text = f.inventory_path.read_text(encoding="utf-8")
-    text = text.replace("agent: ", "agent: no-such-agent-cli --flag # ", 1)
-    known = tmp_path / "known_hosts"
-    known.write_text("")
-    text += (f"  - name: ghost\n    transport: ssh\n    host: 127.0.0.1\n    port: {closed_port()}\n"
-             f"    master: root\n    known_hosts: {known}\n    clone: /tmp/ghost-clone\n"
-             f"    state_dir: /tmp/fleet-ghost\n")  # fmt: skip
-    f.inventory_path.write_text(text, encoding="utf-8")
     found = _by_check(run(str(f.inventory_path), default_path(), Options(probe=False)))
     assert not found["worker ghost: reach"].ok
     assert found["worker ghost: reach"].reason == "unreachable"

@@ -13,21 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from fleet.board import open_board
-from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind
-from fleet.core.model import CIState
-from fleet.inventory import load
 from fleet.lock import FleetLock
 from fleet.roles import engine
 from fleet.roles.sweeper import tick
 from fleet.trace import read_trace
-from tests.integration.test_dispatch import (
+from tests.integration.fleet_fixture import (
     Fleet,
     has_marker,
+    make_fleet,
+    set_worker,
     wait_for,
-    write_fleet_inventory,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,15 +33,8 @@ WATCH_S = 30.0  # bounds the wait for the first lock timeout to land in the trac
 
 
 def _fleet(root: Path, *, lock_wait_s: float = 30, python: str | None = None) -> Fleet:
-    root = root.resolve()
-    path = write_fleet_inventory(root, ("w1",), lock_wait_s=lock_wait_s)
-    if python is not None:
-        text = path.read_text(encoding="utf-8")
-        path.write_text(text.replace(f"python: {sys.executable}", f"python: {python}"), "utf-8")
-    inv = load(path)
-    board = open_board(inv, create=True)
-    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
-    return Fleet(root, path, inv, board, FleetContext(inv, board))
+    edit = None if python is None else set_worker("w1", python=python)
+    return make_fleet(root, ("w1",), lock_wait_s=lock_wait_s, edit=edit)
 
 
 def _events(f: Fleet) -> list[dict[str, object]]:

@@ -6,15 +6,14 @@ board — every row of every table, dumped by SQLite itself, plus every ref in t
 compared byte for byte before and after. The one designed exception is check 3 (a do-not-dispatch
 title): it comments exactly once, and a second refusal then writes nothing more.
 
-Setup comes from test_dispatch.py and test_dispatch_codes.py, which drive the same codes for their
-exit values; this file asks the other question about each: did the board move?
+Setup comes from fleet_fixture.py; test_dispatch.py and test_dispatch_codes.py drive the same codes
+for their exit values; this file asks the other question about each: did the board move?
 """
 
 from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,8 +31,17 @@ from fleet.core.model import CapacitySource
 from fleet.dispatch import dispatch
 from fleet.lock import FleetLock
 from fleet.runner.capacity import Capacity, capacity_path, write_capacity
-from tests.integration.test_dispatch import Fleet, has_marker, kinds, make_fleet, wait_for
-from tests.integration.test_dispatch_codes import _fleet_from, _ghost
+from tests.integration.fleet_fixture import (
+    Edit,
+    Fleet,
+    has_marker,
+    kinds,
+    make_fleet,
+    only_ghost,
+    set_worker,
+    wait_for,
+    with_ghost,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -145,19 +153,11 @@ def _unsynced(f: Fleet) -> tuple[int, dict[str, object]]:
     return n, {"worker": "w1"}
 
 
-def _only_ghost(text: str, root: Path) -> str:
-    return _ghost(text[: text.index("workers:\n") + len("workers:\n")], root)
-
-
-def _no_runner(text: str, _root: Path) -> str:
-    return text.replace(f"python: {sys.executable}", "python: /nonexistent/python3")
-
-
 @dataclass(frozen=True)
 class Case:
     code: Exit
     arrange: Arrange
-    edit: Callable[[str, Path], str] | None = None  # the inventory, edited before it is loaded
+    edit: Edit | None = None  # the inventory, edited before it is loaded
 
 
 def _on(worker: str | None = "w1") -> Arrange:
@@ -179,17 +179,17 @@ CASES = {
     "4-rate-limit": Case(Exit.DARK_RATE_LIMIT, _dark(CapacitySource.RATE_LIMIT, worker="w1")),
     "4-revoked": Case(Exit.DARK_REVOKED, _dark(CapacitySource.REVOKED, worker="w1")),
     "4-all-dark": Case(Exit.ALL_DARK, _dark(CapacitySource.RATE_LIMIT)),
-    "8-unreachable": Case(Exit.UNREACHABLE, _on("ghost"), _ghost),
-    "8-none-reachable": Case(Exit.NONE_REACHABLE, _on(None), _only_ghost),
+    "8-unreachable": Case(Exit.UNREACHABLE, _on("ghost"), with_ghost),
+    "8-none-reachable": Case(Exit.NONE_REACHABLE, _on(None), only_ghost),
     "8-no-permission": Case(Exit.NO_PERMISSION, _no_permission),
-    "8-no-runner": Case(Exit.NO_RUNNER, _on("w1"), _no_runner),
+    "8-no-runner": Case(Exit.NO_RUNNER, _on("w1"), set_worker("w1", python="/nonexistent/python3")),
     "9-unsynced": Case(Exit.CLONE_UNSYNCED, _unsynced),
 }
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_a_refusal_writes_nothing(tmp_path: Path, case: Case) -> None:
-    f = make_fleet(tmp_path) if case.edit is None else _fleet_from(tmp_path, case.edit)
+    f = make_fleet(tmp_path, edit=case.edit)
     with f.ctx:
         n, kw = case.arrange(f)
         before = board_bytes(f)
@@ -199,7 +199,7 @@ def test_a_refusal_writes_nothing(tmp_path: Path, case: Case) -> None:
 
 
 def test_a_lock_timeout_writes_nothing(tmp_path: Path) -> None:
-    f = _fleet_from(tmp_path, lambda t, _r: t.replace("wait_s: 30", "wait_s: 0.3"))
+    f = make_fleet(tmp_path, lock_wait_s=0.3)
     with f.ctx:
         assert f.inventory.lock.wait_s == 0.3
         n = _plain(f)

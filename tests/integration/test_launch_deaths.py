@@ -21,8 +21,14 @@ from fleet.observe import snapshot
 from fleet.roles.sweeper import tick
 from fleet.runner.prestart import deaths_path
 from fleet.views.status import as_json
-from tests.integration.test_dispatch import POLL_S, RUN_DEADLINE_S
-from tests.integration.test_runner_steps import fleet_at, markers, wait_for_unit_result, worker
+from tests.integration.fleet_fixture import (
+    POLL_S,
+    RUN_DEADLINE_S,
+    fleet_at,
+    markers,
+    wait_for_unit_result,
+    worker,
+)
 
 pytestmark = pytest.mark.timeout(240)
 

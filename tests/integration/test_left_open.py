@@ -11,7 +11,7 @@ from fleet.core.markers import Kind, history, is_tombstone
 from fleet.core.select import select
 from fleet.dispatch import dispatch
 from fleet.observe import snapshot
-from tests.integration.test_dispatch import Fleet, has_marker, kinds, wait_for
+from tests.integration.fleet_fixture import Fleet, has_marker, kinds, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

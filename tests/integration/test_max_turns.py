@@ -4,19 +4,23 @@ runner. Both end with the named outcome ``turn-limit``, which spends an attempt.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from fleet.board import open_board
-from fleet.context import FleetContext
 from fleet.core.markers import Kind, history
-from fleet.core.model import CIState
 from fleet.dispatch import dispatch
-from fleet.inventory import InventoryError, load, loads
+from fleet.inventory import InventoryError, loads
+from fleet.inventory_builder import InventoryData
 from fleet.runner.turns import runner_bound
-from tests.integration.test_dispatch import Fleet, has_marker, wait_for, write_fleet_inventory
+from tests.integration.fleet_fixture import (
+    Fleet,
+    demo_agent,
+    has_marker,
+    make_fleet,
+    wait_for,
+    write_fleet_inventory,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -24,18 +28,14 @@ MAX_TURNS = 3
 
 
 def _fleet(root: Path, kind: str) -> Fleet:
-    root = root.resolve()
-    path = write_fleet_inventory(root, ("w1",))
-    text = path.read_text(encoding="utf-8")
-    text = text.replace("policy:\n", f"policy:\n  max_turns: {MAX_TURNS}\n")
-    demo = f"{sys.executable} -m fleet.agents.demo"
-    text = text.replace(f"agent: {demo}\n", f"agent: {demo} --kind {kind}\n")
-    path.write_text(text, encoding="utf-8")
-    inv = load(path)
+    def edit(data: InventoryData, _root: Path) -> None:
+        data["policy"]["max_turns"] = MAX_TURNS
+        data["workers"][0]["agent"] = f"{demo_agent()} --kind {kind}"
+
+    f = make_fleet(root, edit=edit)
+    inv = f.inventory
     assert inv.policy.max_turns == MAX_TURNS and inv.workers[0].agent_kind.value == kind
-    board = open_board(inv, create=True)
-    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
-    return Fleet(root, path, inv, board, FleetContext(inv, board))
+    return f
 
 
 @pytest.mark.parametrize(
@@ -65,8 +65,13 @@ def test_a_looping_agent_ends_at_the_turn_bound_with_a_named_outcome(
 
 
 def test_max_turns_is_a_positive_integer_with_its_position(tmp_path: Path) -> None:
-    path = write_fleet_inventory(tmp_path.resolve(), ("w1",))
-    text = path.read_text(encoding="utf-8").replace("policy:\n", "policy:\n  max_turns: zero\n")
+    def zero(data: InventoryData, _root: Path) -> None:
+        data["policy"]["max_turns"] = "zero"
+
+    path = write_fleet_inventory(tmp_path.resolve(), ("w1",), edit=zero)
+    text = path.read_text(encoding="utf-8")
+    line, at = next((i, ln) for i, ln in enumerate(text.splitlines(), 1) if "max_turns:" in ln)
     with pytest.raises(InventoryError) as err:
         loads(text, str(path))
-    assert f"{path}:5:14: policy.max_turns: expected a positive integer" in str(err.value)
+    where = f"{path}:{line}:{at.index('zero') + 1}"
+    assert f"{where}: policy.max_turns: expected a positive integer" in str(err.value)

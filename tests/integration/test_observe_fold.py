@@ -24,7 +24,7 @@ from fleet.observe import (
     split_units,
 )
 from fleet.transport import LocalTransport, RunResult, parse_reach, transport_for
-from tests.integration.test_dispatch import Fleet, has_marker, wait_for
+from tests.integration.fleet_fixture import Fleet, has_marker, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_control import fleet_cli
-from tests.integration.test_runner_steps import fleet_at, run_runner, worker
+from tests.integration.fleet_fixture import fleet_at, fleet_cli, run_runner, worker
 
 pytestmark = pytest.mark.timeout(180)
 

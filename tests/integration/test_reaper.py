@@ -28,15 +28,16 @@ from fleet.observe import snapshot
 from fleet.roles.reaper import ReapReport, reap
 from fleet.trace import read_trace
 from fleet.trace.replay import replay_file
-from tests.integration.test_dispatch import (
+from tests.integration.fleet_fixture import (
     Fleet,
     all_comments,
     has_marker,
     kinds,
+    make_fleet,
     wait_for,
+    with_ghost,
     write_fleet_inventory,
 )
-from tests.integration.test_dispatch_codes import _fleet_from, _ghost
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -120,7 +121,7 @@ def test_a_sigkilled_runner_is_reaped_only_after_the_probe_shows_no_unit(fleet: 
 
 
 def test_an_unreachable_worker_blocks_only_the_reaps_of_its_own_starts(tmp_path: Path) -> None:
-    f = _fleet_from(tmp_path, _ghost)  # w1 healthy, ghost: an ssh worker on a closed port
+    f = make_fleet(tmp_path, edit=with_ghost)  # w1 healthy, ghost: an ssh worker on a closed port
     with f.ctx:
         mine = f.board.create_issue("orphaned on w1")
         f.board.comment(mine, render(Kind.START, {"run": "r1", "worker": "w1", "master": "agent"}))

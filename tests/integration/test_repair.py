@@ -25,7 +25,7 @@ from fleet.observe import snapshot
 from fleet.roles.repairer import repair
 from fleet.trace.replay import replay_file
 from fleet.units import procs
-from tests.integration.test_dispatch import Fleet, kinds, make_fleet, wait_for
+from tests.integration.fleet_fixture import Fleet, kinds, make_fleet, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

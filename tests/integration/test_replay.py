@@ -17,7 +17,7 @@ from fleet.core.exits import Exit
 from fleet.roles.sweeper import tick
 from fleet.trace import TraceError
 from fleet.trace.replay import replay_file
-from tests.integration.test_dispatch import Fleet, make_fleet
+from tests.integration.fleet_fixture import Fleet, make_fleet
 
 pytestmark = pytest.mark.timeout(120)
 

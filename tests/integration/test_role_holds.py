@@ -12,7 +12,7 @@ from fleet.control.switches import SwitchName, flag_path, halt_path, remove_swit
 from fleet.core.markers import Kind, render
 from fleet.roles.announcer import announce
 from fleet.roles.reaper import reap
-from tests.integration.test_dispatch import Fleet, all_comments, kinds
+from tests.integration.fleet_fixture import Fleet, all_comments, kinds
 
 pytestmark = pytest.mark.timeout(120)
 

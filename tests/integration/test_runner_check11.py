@@ -18,7 +18,7 @@ from fleet.core.exits import RunExit
 from fleet.core.markers import Kind
 from fleet.core.model import Issue
 from fleet.runner.run import Runner
-from tests.integration.test_runner_steps import fleet_at, markers, run_runner, worker
+from tests.integration.fleet_fixture import fleet_at, markers, run_runner, worker
 
 pytestmark = pytest.mark.timeout(120)
 

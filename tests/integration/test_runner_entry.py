@@ -16,7 +16,7 @@ from fleet.core.exits import RunExit
 from fleet.core.markers import Kind
 from fleet.dispatch import dispatch
 from fleet.inventory import load
-from tests.integration.test_dispatch import has_marker, make_fleet, wait_for
+from tests.integration.fleet_fixture import has_marker, make_fleet, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

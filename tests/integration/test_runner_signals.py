@@ -11,7 +11,7 @@ import pytest
 
 from fleet.core.markers import Kind, history
 from fleet.dispatch import dispatch
-from tests.integration.test_dispatch import Fleet, has_marker, kinds, wait_for
+from tests.integration.fleet_fixture import Fleet, has_marker, kinds, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -21,149 +21,49 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import fleet
-from fleet.board import open_board
-from fleet.context import FleetContext
 from fleet.core.exits import Exit, RunExit
 from fleet.core.markers import Kind, history
-from fleet.core.model import CIState
 from fleet.core.sync import clone_lock_path
 from fleet.dispatch import dispatch
-from fleet.inventory import WorkerConfig, load
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.brief import brief_version
 from fleet.transport import LocalTransport
 from fleet.units import __main__ as units_main
 from fleet.units import portable
-from tests.integration.test_dispatch import (
-    POLL_S,
-    RUN_DEADLINE_S,
+from tests.integration.fleet_fixture import (
     Fleet,
     all_comments,
+    fleet_at,
+    git,
     kinds,
-    write_fleet_inventory,
+    markers,
+    run_runner,
+    unit_log,
+    wait_for_unit_result,
+    worker,
 )
 
 pytestmark = pytest.mark.timeout(120)
 
 FLEET_PACKAGE = Path(fleet.__file__).resolve().parent
-RUNNER_TIMEOUT_S = 90  # bounds one directly invoked runner (a whole demo run takes seconds)
 # The transport's claim timeout for the exit-49 test: long enough for a loaded box to start the
 # worker's supervisor, shorter than the worker's own handshake timeout (15 s), which would
 # otherwise answer first with "failed" (43) instead of leaving the claim unanswered.
 CLAIM_TIMEOUT_S = 5.0
-_GIT = ["git", "-c", "user.name=fleet-test", "-c", "user.email=fleet-test@localhost"]
-
-
-# -- building a fleet ----------------------------------------------------------------------------
-
-
-def make_fleet(
-    root: Path,
-    *,
-    worker_extra: dict[str, str] | None = None,
-    agent: str = "",
-    worker_dir: Path | None = None,
-) -> Fleet:
-    """test_dispatch's embedded default, with extra worker keys (runner_clone...), another agent,
-    or the worker's clone and state directory named through ``worker_dir`` (a symlink, say)."""
-    root = root.resolve()
-    path = write_fleet_inventory(root)
-    text = path.read_text(encoding="utf-8")
-    if worker_dir is not None:
-        text = text.replace(f"{root}/workers/w1", str(worker_dir))
-    extra = "".join(f"    {k}: {json.dumps(v)}\n" for k, v in (worker_extra or {}).items())
-    text = text.replace("    supervisor: portable\n", "    supervisor: portable\n" + extra)
-    if agent:
-        text = text.replace(
-            f"    agent: {sys.executable} -m fleet.agents.demo\n",
-            f"    agent: {json.dumps(agent)}\n",
-        )
-    path.write_text(text, encoding="utf-8")
-    inv = load(path)
-    board = open_board(inv, create=True)
-    board.set_ci(CIState.GREEN)  # type: ignore[attr-defined]
-    return Fleet(root, path, inv, board, FleetContext(inv, board))
-
-
-@contextlib.contextmanager
-def fleet_at(root: Path, **kw: object) -> Iterator[Fleet]:
-    f = make_fleet(root, **kw)  # type: ignore[arg-type]
-    try:
-        yield f
-    finally:
-        f.ctx.close()
-
-
-def worker(f: Fleet) -> WorkerConfig:
-    w = f.inventory.worker("w1")
-    assert w is not None
-    return w
-
-
-def run_runner(
-    f: Fleet, issue: int, run_id: str, *, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """The unit's own command (``dispatch.runner_argv``), run directly so its exit code is ours.
-
-    The working directory holds no ``fleet`` package, as under a unit: ``python -m`` puts it first
-    on ``sys.path``, ahead of the runner clone a re-exec names.
-    """
-    argv = [sys.executable, "-m", "fleet.runner", "--issue", str(issue), "--worker", "w1"]
-    argv += ["--run-id", run_id, "--inventory", str(f.inventory_path)]
-    full = {k: v for k, v in os.environ.items() if k not in (REEXEC_ENV, "PYTHONPATH")}
-    full.update(env or {})
-    return subprocess.run(
-        argv,
-        cwd=f.root,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=RUNNER_TIMEOUT_S,
-        check=False,
-    )
-
-
-def markers(f: Fleet, n: int) -> list[Kind]:
-    issue = f.board.issue(n)
-    assert issue is not None
-    return kinds(issue)
-
-
-def wait_for_unit_result(f: Fleet, n: int) -> dict[str, object]:
-    """The portable supervisor's record of how task-N ended (bounded poll on a file it writes)."""
-    path = Path(worker(f).state_dir) / "units" / f"task-{n}.result.json"
-    end = time.monotonic() + RUN_DEADLINE_S
-    while not path.exists():
-        assert time.monotonic() < end, f"task-{n} did not end within {RUN_DEADLINE_S}s"
-        time.sleep(POLL_S)
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def unit_log(f: Fleet, n: int) -> str:
-    return (Path(worker(f).state_dir) / "units" / f"task-{n}.log").read_text(errors="replace")
 
 
 # -- a runner remote: a git repository holding the fleet package (D11) --------------------------
-
-
-def git(*args: str, cwd: Path | None = None) -> str:
-    res = subprocess.run(
-        [*_GIT, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=True
-    )
-    return res.stdout.strip()
 
 
 class RunnerRemote:

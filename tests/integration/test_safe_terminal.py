@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.core.safe_text import BIDI
-from tests.integration.test_control import fleet_cli
+from tests.integration.fleet_fixture import fleet_cli
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_dispatch import make_fleet
+from tests.integration.fleet_fixture import make_fleet
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0  # start-up and one redraw (a board read and a probe): ~2 s idle, ~10 s on a busy box

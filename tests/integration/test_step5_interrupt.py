@@ -22,8 +22,15 @@ from fleet.core.markers import Kind
 from fleet.core.sync import parse_sync, sync_command
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.interrupted import interrupted_entries
-from tests.integration.test_dispatch import POLL_S, RUN_DEADLINE_S
-from tests.integration.test_runner_steps import fleet_at, git, markers, run_runner, worker
+from tests.integration.fleet_fixture import (
+    POLL_S,
+    RUN_DEADLINE_S,
+    fleet_at,
+    git,
+    markers,
+    run_runner,
+    worker,
+)
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,7 +18,7 @@ from fleet.core.model import CIState
 from fleet.dispatch import dispatch
 from fleet.roles.sweeper import DRY_RUN_HEARTBEAT, HEARTBEAT, tick
 from fleet.trace import read_trace
-from tests.integration.test_dispatch import Fleet, all_comments, has_marker, wait_for
+from tests.integration.fleet_fixture import Fleet, all_comments, has_marker, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

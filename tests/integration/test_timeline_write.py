@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fleet.cmd.sched import schedule
 from fleet.timeline.write import read_records
-from tests.integration.test_dispatch import make_fleet
+from tests.integration.fleet_fixture import make_fleet
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -23,15 +23,15 @@ from fleet.inventory import load
 from fleet.roles.announcer import announce
 from fleet.roles.sweeper import tick
 from tests.builders import worker
-from tests.integration.test_dispatch import (
+from tests.integration.fleet_fixture import (
     Fleet,
     all_comments,
     has_marker,
     make_fleet,
+    run_runner,
+    runner_fleet,
     wait_for,
 )
-from tests.integration.test_runner_steps import make_fleet as runner_fleet
-from tests.integration.test_runner_steps import run_runner
 
 pytestmark = pytest.mark.timeout(180)
 
