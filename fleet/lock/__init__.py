@@ -30,7 +30,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import TextIO
 
 import portalocker
@@ -102,6 +101,16 @@ class _ReportingLock:
     def _acquired(self, started: float) -> None:
         self._acquired_at = time.monotonic()
         self.report = LockReport(True, self._acquired_at - started, None, None)
+
+    def _let_go(self) -> None:
+        """The carrier's own release; a no-op when nothing is held."""
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._let_go()
+        finally:
+            self._released()
 
     def _released(self) -> None:
         if self._acquired_at is not None:
@@ -229,12 +238,7 @@ class FleetLock(_ReportingLock):
                 flush=True,
             )
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _let_go(self) -> None:
         fh, self._fh = self._fh, None
         if fh is None:
             return
@@ -248,7 +252,6 @@ class FleetLock(_ReportingLock):
             portalocker.unlock(fh)
         finally:
             fh.close()  # closing releases the lock even if unlock raised
-            self._released()
 
 
 def remote_lock_command(path: str, wait_s: float, holder: str) -> str:
@@ -353,16 +356,7 @@ class RemoteFleetLock(_ReportingLock):
             if line.strip():
                 noise.append(line.strip())
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _let_go(self) -> None:
         stream, self._stream = self._stream, None
-        if stream is None:
-            return
-        try:
+        if stream is not None:
             stream.close()  # EOF on the lock host's stdin: cat ends, flock releases
-        finally:
-            self._released()
