@@ -27,6 +27,8 @@ import shlex
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,6 +121,17 @@ class _ReportingLock:
             self._acquired_at = None
 
 
+@contextmanager
+def _closed_if_raised(handle: TextIO | Stream) -> Iterator[None]:
+    """Close the handle a wait for the lock was using when the wait raises (a timeout, a signal):
+    a handle nobody will release must not go on holding, or waiting for, the lock."""
+    try:
+        yield
+    except BaseException:
+        handle.close()
+        raise
+
+
 def _errno_text(err: OSError) -> str:
     name = errno_mod.errorcode.get(err.errno or 0, "E?")
     return f"{name} ({err.strerror or err})"
@@ -180,11 +193,8 @@ class FleetLock(_ReportingLock):
             except OSError as err:
                 self._fail_open(started, f"cannot open fleet lock {self.path}: {_errno_text(err)}")
                 return self
-            try:
+            with _closed_if_raised(fh):
                 outcome = self._wait_for(fh, deadline, started)
-            except BaseException:
-                fh.close()
-                raise
             if outcome == "held":
                 self._fh = fh
                 self._acquired(started)
@@ -320,11 +330,8 @@ class RemoteFleetLock(_ReportingLock):
         except TransportError as err:
             self._fail_open(started, f"cannot reach the lock host for {self.path}: {err}")
             return self
-        try:
+        with _closed_if_raised(stream):
             outcome, said = self._await(stream, started)
-        except BaseException:
-            stream.close()
-            raise
         if outcome == "held":
             self._stream = stream
             self._acquired(started)
