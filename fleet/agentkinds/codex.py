@@ -23,8 +23,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, unreadable
-from fleet.runner.envelope import CaptureKind, json_objects, over_budget_detail
+from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, read_json
+from fleet.runner.envelope import CaptureKind
 from fleet.runner.retry import transient_signature
 
 KIND = AgentKind.CODEX
@@ -96,10 +96,12 @@ class _Tally:
 def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
     """The one reading of a ``codex exec --json`` run's merged stdout+stderr."""
     del now  # Codex states no reset time
-    scanned = json_objects(output)
-    if scanned is None:
-        return unreadable(KIND, over_budget_detail(output))
-    objects, gaps = scanned
+    return read_json(KIND, output, exit_code, _read_objects)
+
+
+def _read_objects(
+    objects: list[tuple[int, int, Any]], gaps: list[str], exit_code: int | None
+) -> AgentReport:
     tally = _Tally()
     for event in _events(objects):
         tally.add(event)

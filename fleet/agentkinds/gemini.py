@@ -20,8 +20,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, unreadable
-from fleet.runner.envelope import CaptureKind, json_objects, over_budget_detail
+from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, read_json
+from fleet.runner.envelope import CaptureKind
 
 KIND = AgentKind.GEMINI
 EXIT_NAMES = {1: "general error or API failure", 42: "input error", 53: "turn limit exceeded"}
@@ -69,10 +69,12 @@ def _error_text(obj: dict[str, Any]) -> str:
 def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
     """The one reading of a Gemini CLI headless run's merged stdout+stderr."""
     del now  # Gemini states no reset time
-    scanned = json_objects(output)
-    if scanned is None:
-        return unreadable(KIND, over_budget_detail(output))
-    objects, gaps = scanned
+    return read_json(KIND, output, exit_code, _read_objects)
+
+
+def _read_objects(
+    objects: list[tuple[int, int, Any]], gaps: list[str], exit_code: int | None
+) -> AgentReport:
     obj = _result(objects)
     exit_name = EXIT_NAMES.get(exit_code or 0, "")
     if obj is None:
