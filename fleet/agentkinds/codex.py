@@ -20,10 +20,9 @@ change, MCP tool call, web search, todo list) and a top-level ``error`` (``messa
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, read_json
+from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, json_reader
 from fleet.runner.envelope import CaptureKind
 from fleet.runner.retry import transient_signature
 
@@ -93,15 +92,10 @@ class _Tally:
                 self.message = item["text"]
 
 
-def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
-    """The one reading of a ``codex exec --json`` run's merged stdout+stderr."""
-    del now  # Codex states no reset time
-    return read_json(KIND, output, exit_code, _read_objects)
-
-
 def _read_objects(
     objects: list[tuple[int, int, Any]], gaps: list[str], exit_code: int | None
 ) -> AgentReport:
+    """The one reading of a ``codex exec --json`` run's merged stdout+stderr."""
     tally = _Tally()
     for event in _events(objects):
         tally.add(event)
@@ -139,3 +133,7 @@ def _read_objects(
         detail=detail,
         is_error=failed,
     )
+
+
+# Codex states no reset time, so its reading needs no clock.
+read = json_reader(KIND, _read_objects)

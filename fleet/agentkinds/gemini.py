@@ -17,10 +17,9 @@ exceeded.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, read_json
+from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, json_reader
 from fleet.runner.envelope import CaptureKind
 
 KIND = AgentKind.GEMINI
@@ -66,15 +65,10 @@ def _error_text(obj: dict[str, Any]) -> str:
     return "" if err is None else str(err)
 
 
-def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
-    """The one reading of a Gemini CLI headless run's merged stdout+stderr."""
-    del now  # Gemini states no reset time
-    return read_json(KIND, output, exit_code, _read_objects)
-
-
 def _read_objects(
     objects: list[tuple[int, int, Any]], gaps: list[str], exit_code: int | None
 ) -> AgentReport:
+    """The one reading of a Gemini CLI headless run's merged stdout+stderr."""
     obj = _result(objects)
     exit_name = EXIT_NAMES.get(exit_code or 0, "")
     if obj is None:
@@ -106,3 +100,7 @@ def _read_objects(
         + (f" error: {said}" if said else ""),
         is_error=failed,
     )
+
+
+# Gemini states no reset time, so its reading needs no clock.
+read = json_reader(KIND, _read_objects)

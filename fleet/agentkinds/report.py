@@ -139,13 +139,19 @@ def unreadable(agent: AgentKind, detail: str) -> AgentReport:
 JsonReading = Callable[[list[tuple[int, int, Any]], list[str], int | None], AgentReport]
 
 
-def read_json(
-    agent: AgentKind, output: str, exit_code: int | None, reading: JsonReading
-) -> AgentReport:
-    """The capture of a CLI that prints JSON, scanned once and handed to ``reading``; a capture
-    that costs more than the scan's bound is unreadable (it proves nothing about turns)."""
-    scanned = json_objects(output)
-    if scanned is None:
-        return unreadable(agent, over_budget_detail(output))
-    objects, gaps = scanned
-    return reading(objects, gaps, exit_code)
+def json_reader(
+    agent: AgentKind, reading: JsonReading
+) -> Callable[[str, int | None, datetime], AgentReport]:
+    """The adapter's ``read`` for a CLI that prints JSON and states no reset time: the capture is
+    scanned once and handed to ``reading``; one that costs more than the scan's bound is
+    unreadable (it proves nothing about turns)."""
+
+    def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
+        del now  # no reset time to read against the clock
+        scanned = json_objects(output)
+        if scanned is None:
+            return unreadable(agent, over_budget_detail(output))
+        objects, gaps = scanned
+        return reading(objects, gaps, exit_code)
+
+    return read
