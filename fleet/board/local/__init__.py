@@ -230,15 +230,7 @@ class LocalBoard:
         release — the fleet never reopens its own work; an operator's reopen names the operator)."""
         who = author or self.identity
         with self._writing(f"reopen #{number}") as tx:
-            if tx.require(number) is IssueState.OPEN:
-                return
-            at = tx.touch(number)
-            tx.run(
-                "UPDATE issues SET state = 'open', state_reason = NULL, closed_at = NULL,"
-                " status = ? WHERE number = ?",
-                (Status.TODO.value, number),
-            )
-            tx.event(number, EventKind.REOPENED, who, "", at)
+            tx.reopen_issue(number, who)
 
     def add_labels(self, number: int, labels: Sequence[str]) -> None:
         with self._writing(f"label #{number}") as tx:
