@@ -360,6 +360,7 @@ __all__ = [
     "Escalation",
     "Failure",
     "FileClaims",
+    "IndependentItems",
     "Loop",
     "Result",
     "Tier",
