@@ -444,31 +444,10 @@ def _policy(top: _Node) -> tuple[_Node, dict[str, Any]]:
 def _worker(
     seq: CommentedSeq, i: int, top: _Node, base: Path, max_run_s: int, warnings: list[str]
 ) -> WorkerConfig:
-    value = seq[i]
-    where = f"workers[{i}]"
-    if not isinstance(value, CommentedMap):
-        line, column = seq.lc.item(i)
-        top.fail(
-            (line, column),
-            f"{where}: expected a mapping with keys {', '.join(WORKER_KEYS)}, "
-            f"got {_describe(value)}",
-        )
-    node = _Node(top.file, where, value, (value.lc.line, value.lc.col))
-    node.only(WORKER_KEYS)
+    node = _worker_node(seq, i, top)
     name = node.name("name", None, required=True)
-    transport = TransportKind(node.choice("transport", TransportKind.LOCAL, TRANSPORTS))
+    transport, host, master = _reach(node)
     ssh = transport is TransportKind.SSH
-    # An ssh worker without a host or master cannot be reached; a local one with a host is a worker
-    # the operator believes is remote and is not (a silent change of behaviour).
-    host = node.get(
-        "host", None, "a host name or address", _is_text, required=ssh, nullable=not ssh
-    )
-    if not ssh and host is not None:
-        node.fail(
-            node.key_pos("host"),
-            f"{where}.host: a local worker has no host (expected transport: ssh, or no host key)",
-        )
-    master = node.get("master", None, "a unix user name", _is_text, required=ssh, nullable=not ssh)
 
     @overload
     def here(text: str) -> str: ...
@@ -515,6 +494,41 @@ def _worker(
             "agent_token_env", "GH_TOKEN", "a variable NAME", _matches(_ENV_NAME)
         ),
     )
+
+
+def _worker_node(seq: CommentedSeq, i: int, top: _Node) -> _Node:
+    """``workers[i]``, refused at its own position unless it is a mapping of known keys."""
+    value = seq[i]
+    where = f"workers[{i}]"
+    if not isinstance(value, CommentedMap):
+        line, column = seq.lc.item(i)
+        top.fail(
+            (line, column),
+            f"{where}: expected a mapping with keys {', '.join(WORKER_KEYS)}, "
+            f"got {_describe(value)}",
+        )
+    node = _Node(top.file, where, value, (value.lc.line, value.lc.col))
+    node.only(WORKER_KEYS)
+    return node
+
+
+def _reach(node: _Node) -> tuple[TransportKind, str | None, str | None]:
+    """A worker's transport, host and master."""
+    transport = TransportKind(node.choice("transport", TransportKind.LOCAL, TRANSPORTS))
+    ssh = transport is TransportKind.SSH
+    # An ssh worker without a host or master cannot be reached; a local one with a host is a worker
+    # the operator believes is remote and is not (a silent change of behaviour).
+    host = node.get(
+        "host", None, "a host name or address", _is_text, required=ssh, nullable=not ssh
+    )
+    if not ssh and host is not None:
+        node.fail(
+            node.key_pos("host"),
+            f"{node.where}.host: a local worker has no host "
+            "(expected transport: ssh, or no host key)",
+        )
+    master = node.get("master", None, "a unix user name", _is_text, required=ssh, nullable=not ssh)
+    return transport, host, master
 
 
 def _agent_kind(node: _Node, warnings: list[str]) -> AgentKind:

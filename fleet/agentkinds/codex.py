@@ -20,11 +20,10 @@ change, MCP tool call, web search, todo list) and a top-level ``error`` (``messa
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, unreadable
-from fleet.runner.envelope import CaptureKind, json_objects, over_budget_detail
+from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, json_reader
+from fleet.runner.envelope import CaptureKind
 from fleet.runner.retry import transient_signature
 
 KIND = AgentKind.CODEX
@@ -93,13 +92,10 @@ class _Tally:
                 self.message = item["text"]
 
 
-def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
+def _read_objects(
+    objects: list[tuple[int, int, Any]], gaps: list[str], exit_code: int | None
+) -> AgentReport:
     """The one reading of a ``codex exec --json`` run's merged stdout+stderr."""
-    del now  # Codex states no reset time
-    scanned = json_objects(output)
-    if scanned is None:
-        return unreadable(KIND, over_budget_detail(output))
-    objects, gaps = scanned
     tally = _Tally()
     for event in _events(objects):
         tally.add(event)
@@ -137,3 +133,7 @@ def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
         detail=detail,
         is_error=failed,
     )
+
+
+# Codex states no reset time, so its reading needs no clock.
+read = json_reader(KIND, _read_objects)

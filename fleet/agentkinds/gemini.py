@@ -17,11 +17,10 @@ exceeded.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, unreadable
-from fleet.runner.envelope import CaptureKind, json_objects, over_budget_detail
+from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, json_reader
+from fleet.runner.envelope import CaptureKind
 
 KIND = AgentKind.GEMINI
 EXIT_NAMES = {1: "general error or API failure", 42: "input error", 53: "turn limit exceeded"}
@@ -66,13 +65,10 @@ def _error_text(obj: dict[str, Any]) -> str:
     return "" if err is None else str(err)
 
 
-def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
+def _read_objects(
+    objects: list[tuple[int, int, Any]], gaps: list[str], exit_code: int | None
+) -> AgentReport:
     """The one reading of a Gemini CLI headless run's merged stdout+stderr."""
-    del now  # Gemini states no reset time
-    scanned = json_objects(output)
-    if scanned is None:
-        return unreadable(KIND, over_budget_detail(output))
-    objects, gaps = scanned
     obj = _result(objects)
     exit_name = EXIT_NAMES.get(exit_code or 0, "")
     if obj is None:
@@ -104,3 +100,7 @@ def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
         + (f" error: {said}" if said else ""),
         is_error=failed,
     )
+
+
+# Gemini states no reset time, so its reading needs no clock.
+read = json_reader(KIND, _read_objects)

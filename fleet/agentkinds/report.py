@@ -14,13 +14,15 @@ outcome. Two rules every adapter keeps:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from fleet.core.model import CapacitySource, utc
 from fleet.runner.capacity import LimitSignal
-from fleet.runner.envelope import CaptureKind
+from fleet.runner.envelope import CaptureKind, json_objects, over_budget_detail
 
 # A quote in a marker or a state file: enough to recognise, short enough for one status line.
 EVIDENCE_CHARS = 300
@@ -130,3 +132,26 @@ def unreadable(agent: AgentKind, detail: str) -> AgentReport:
         detail,
         True,
     )
+
+
+# A JSON-printing CLI's reading of its capture: the top-level objects as (start, end, value), the
+# text between them, and the exit code.
+JsonReading = Callable[[list[tuple[int, int, Any]], list[str], int | None], AgentReport]
+
+
+def json_reader(
+    agent: AgentKind, reading: JsonReading
+) -> Callable[[str, int | None, datetime], AgentReport]:
+    """The adapter's ``read`` for a CLI that prints JSON and states no reset time: the capture is
+    scanned once and handed to ``reading``; one that costs more than the scan's bound is
+    unreadable (it proves nothing about turns)."""
+
+    def read(output: str, exit_code: int | None, now: datetime) -> AgentReport:
+        del now  # no reset time to read against the clock
+        scanned = json_objects(output)
+        if scanned is None:
+            return unreadable(agent, over_budget_detail(output))
+        objects, gaps = scanned
+        return reading(objects, gaps, exit_code)
+
+    return read

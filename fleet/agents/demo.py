@@ -229,38 +229,41 @@ UNDOCUMENTED = "demo: {what} (the real {kind} text is not documented)"
 
 
 def _limit(run: Run, text: str) -> int:
-    _chatter(run)
-    if run.kind in ("codex", "gemini", "plain"):
-        words = UNDOCUMENTED.format(what="usage limit", kind=run.kind)
-        _envelope(run, result=words, turns=0, is_error=True, error_text=words)
-        return 1
-    _envelope(
-        run,
-        result=text,
-        turns=1,
-        is_error=True,
-        api_error_status=429,
-        terminal_reason="api_error",
-        stop_reason=None,
-    )
-    return 1
+    return _refused(run, "usage limit", result=text, turns=1, status=429)
 
 
 def _revoked(run: Run) -> int:
-    _chatter(run)
-    if run.kind in ("codex", "gemini", "plain"):
-        words = UNDOCUMENTED.format(what="credential rejected", kind=run.kind)
-        _envelope(run, result=words, turns=0, is_error=True, error_text=words)
-        return 1
-    _say(
+    retry = (
         '{"type":"system","subtype":"api_retry","error_status":401,"error":"authentication_failed"}'
     )
-    _envelope(
+    return _refused(
         run,
+        "credential rejected",
         result="OAuth token revoked · Please run /login",
         turns=0,
+        status=401,
+        first=retry,
+    )
+
+
+def _refused(
+    run: Run, what: str, *, result: str, turns: int, status: int, first: str | None = None
+) -> int:
+    """The provider refused the run: Claude's api_error envelope with the HTTP ``status`` (after
+    the ``first`` line it prints, if any); the other kinds' words for ``what`` are the demo's."""
+    _chatter(run)
+    if run.kind in ("codex", "gemini", "plain"):
+        words = UNDOCUMENTED.format(what=what, kind=run.kind)
+        _envelope(run, result=words, turns=0, is_error=True, error_text=words)
+        return 1
+    if first is not None:
+        _say(first)
+    _envelope(
+        run,
+        result=result,
+        turns=turns,
         is_error=True,
-        api_error_status=401,
+        api_error_status=status,
         terminal_reason="api_error",
         stop_reason=None,
     )

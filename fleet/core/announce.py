@@ -562,32 +562,32 @@ _REMEDY = {
 }
 
 
+# One title per kind, filled from the stall: {n} the issue, {w} the worker, {where} what the
+# reaper could not reach, {role} and {what} the unclassified failure's role and subject.
+_TITLE = {
+    StallKind.START_UNCHECKED: "fleet: stalled #{n} (start {where})",
+    StallKind.TOMBSTONE: "fleet: tombstone #{n} (success marker on an open issue)",
+    StallKind.PARKED_OVERDUE: "fleet: stalled #{n} (parked long past its due time)",
+    StallKind.DARK_PAST_RESET: "fleet: worker {w} dark past its stated reset",
+    StallKind.DARK_NO_RESET: "fleet: worker {w} dark with no stated reset",
+    StallKind.DARK_REVOKED: "fleet: worker {w} dark, entitlement revoked",
+    StallKind.DEAD_ON_LAUNCH: "fleet: stalled #{n} (its launches die before the start marker)",
+    StallKind.HEARTBEAT_STALE: "fleet: sweeper heartbeat stale",
+    StallKind.UNCLASSIFIED: "fleet: {role} could not classify a failure on {what}",
+    StallKind.HEARTBEAT_MISSING: "fleet: sweeper heartbeat missing",
+}
+
+
 def title_for(stall: Stall) -> str:
     """Stable: the kind, the issue number, the worker name — never an age (idempotence by title)."""
     n, w = stall.issue, stall.worker
-    k = stall.kind
-    if k is StallKind.START_UNCHECKED:
-        where = f"on unreachable {w}" if w else "the reaper cannot check"
-        text = f"fleet: stalled #{n} (start {where})"
-    elif k is StallKind.TOMBSTONE:
-        text = f"fleet: tombstone #{n} (success marker on an open issue)"
-    elif k is StallKind.PARKED_OVERDUE:
-        text = f"fleet: stalled #{n} (parked long past its due time)"
-    elif k is StallKind.DARK_PAST_RESET:
-        text = f"fleet: worker {w} dark past its stated reset"
-    elif k is StallKind.DARK_NO_RESET:
-        text = f"fleet: worker {w} dark with no stated reset"
-    elif k is StallKind.DARK_REVOKED:
-        text = f"fleet: worker {w} dark, entitlement revoked"
-    elif k is StallKind.DEAD_ON_LAUNCH:
-        text = f"fleet: stalled #{n} (its launches die before the start marker)"
-    elif k is StallKind.HEARTBEAT_STALE:
-        text = "fleet: sweeper heartbeat stale"
-    elif k is StallKind.UNCLASSIFIED:
-        what = f"#{n}" if n is not None else (w or "an item")
-        text = f"fleet: {stall.role or 'a role'} could not classify a failure on {what}"
-    else:
-        text = "fleet: sweeper heartbeat missing"
+    text = _TITLE[stall.kind].format(
+        n=n,
+        w=w,
+        where=f"on unreachable {w}" if w else "the reaper cannot check",
+        role=stall.role or "a role",
+        what=f"#{n}" if n is not None else (w or "an item"),
+    )
     return defuse(" ".join(text.split()))
 
 

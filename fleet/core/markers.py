@@ -362,6 +362,24 @@ def history(issue: Issue, policy: Policy | str | None = None) -> History:
         if w.kind is not WordKind.MARKER:
             since = i + 1
     window = [w.marker for w in words[since:] if w.marker is not None]
+    attempts, retries, red, capacity = _spent(window)
+    return History(
+        tuple(words),
+        markers,
+        last,
+        attempts,
+        retries,
+        _park(words),
+        (),
+        capacity,
+        tuple(ignored),
+        red,
+    )
+
+
+def _spent(window: list[Marker]) -> tuple[int, int, int, tuple[str, ...]]:
+    """What the runs since the last reopen or release spent: (attempts, retry parks, red-baseline
+    failures, the worker of each capacity death)."""
     attempts = retries = red = 0
     capacity: list[str] = []
     for i, m in enumerate(window):
@@ -384,24 +402,18 @@ def history(issue: Issue, policy: Policy | str | None = None) -> History:
     # Each superseded marker names one duplicate unit that oldest-wins repair stopped (D4): its
     # start was the fleet's mistake, not an attempt at the work, so it is given back.
     attempts = max(0, attempts - sum(1 for m in window if m.kind is Kind.SUPERSEDED))
-    park = None
+    return attempts, retries, red, tuple(capacity)
+
+
+def _park(words: list[Word]) -> Marker | None:
+    """The hold latch (predicate 8): the last park that no later release or reopen lifted."""
+    park: Marker | None = None
     for w in words:
         if w.marker is not None and w.marker.kind is Kind.PARK:
             park = w.marker
         elif w.kind in (WordKind.RELEASE, WordKind.REOPEN):
             park = None
-    return History(
-        tuple(words),
-        markers,
-        last,
-        attempts,
-        retries,
-        park,
-        (),
-        tuple(capacity),
-        tuple(ignored),
-        red,
-    )
+    return park
 
 
 def parked_until(h: History) -> datetime | None:

@@ -79,6 +79,44 @@ PRUNE_INTERRUPTED = (
 )
 
 
+def _clone_lock_script(clone: str) -> str:
+    """The script's hold of the clone lock (``fleet_locked`` set once held), or a warning."""
+    lock = shlex.quote(clone_lock_path(clone))
+    # One sync of a clone at a time: two dispatchers (or a dispatcher and a starting run) that
+    # clone or stash the same checkout at once break each other. No flock: proceed, and say so (D5).
+    # The braces keep ``2>/dev/null`` to the exec: on exec itself it would silence every warning.
+    return (
+        f"fleet_locked=''; "
+        f'mkdir -p -- "$(dirname -- {lock})" 2>/dev/null; {{ exec 9>>{lock}; }} 2>/dev/null; '
+        f"if command -v flock >/dev/null 2>&1; then flock -w {CLONE_LOCK_WAIT_S} 9 && fleet_locked=1 || "
+        f"echo 'fleet-sync: warning: clone lock '{lock}' not taken; syncing anyway' >&2; "
+        "else echo 'fleet-sync: warning: no flock here; syncing without the clone lock' >&2; fi; "
+    )
+
+
+def _checkout_script(branch: str) -> str:
+    """The script's fetch of ``origin/<branch>``, verified against the remote's own answer, and
+    the detached checkout of it; it prints the token (``stashed`` when the tree was stashed)."""
+    fail = f"echo {TOKEN}failed"
+    return (
+        f"b={shlex.quote(branch)}; "
+        # The remote's answer first, then the fetch: a fetched ref equal to it or descending from
+        # it is fresh (main moved on while we fetched, the common case under merges); only one
+        # that is behind or beside it is stale (a fetch that exited 0 and moved nothing, or a
+        # main rewound by a force-push in between).
+        'want=$(git ls-remote origin "refs/heads/$b" 2>/dev/null | cut -f1); '
+        f'[ -n "$want" ] || {{ {fail} "remote has no $b (ls-remote failed)"; exit 0; }}; '
+        f"git fetch -q origin >/dev/null 2>&1 || {{ {fail} 'fetch failed'; exit 0; }}; "
+        'have=$(git rev-parse -q --verify "origin/$b" 2>/dev/null); '
+        'if [ "$want" != "$have" ] && ! git merge-base --is-ancestor "$want" "$have" '
+        "2>/dev/null; then "
+        f'{fail} "stale: origin/$b is ${{have:-none}}, behind the remote answer $want"; exit 0; fi; '
+        'git checkout -q --detach "origin/$b" >/dev/null 2>&1 || '
+        f'{{ {fail} "checkout of origin/$b failed"; exit 0; }}; '
+        f'if [ -n "$stashed" ]; then echo "{TOKEN}stashed $have"; else echo "{TOKEN}ok $have"; fi; '
+    )
+
+
 def sync_command(
     clone: str,
     *,
@@ -96,7 +134,7 @@ def sync_command(
     never discards).
     """
     accept = remote_origins(origin) if accept is None else accept
-    c, b = shlex.quote(clone), shlex.quote(branch)
+    c = shlex.quote(clone)
     msg = shlex.quote(f"fleet: stashed before {note}".strip())
     fail = f"echo {TOKEN}failed"
     create = (
@@ -105,20 +143,9 @@ def sync_command(
         else f"git clone -q -- {shlex.quote(origin)} {c} >/dev/null 2>&1 || "
         f"{{ {fail} 'git clone failed'; exit 0; }}"
     )
-    lock = shlex.quote(clone_lock_path(clone))
-    # One sync of a clone at a time: two dispatchers (or a dispatcher and a starting run) that
-    # clone or stash the same checkout at once break each other. No flock: proceed, and say so (D5).
-    # The braces keep ``2>/dev/null`` to the exec: on exec itself it would silence every warning.
-    serialise = (
-        f"fleet_locked=''; "
-        f'mkdir -p -- "$(dirname -- {lock})" 2>/dev/null; {{ exec 9>>{lock}; }} 2>/dev/null; '
-        f"if command -v flock >/dev/null 2>&1; then flock -w {CLONE_LOCK_WAIT_S} 9 && fleet_locked=1 || "
-        f"echo 'fleet-sync: warning: clone lock '{lock}' not taken; syncing anyway' >&2; "
-        "else echo 'fleet-sync: warning: no flock here; syncing without the clone lock' >&2; fi; "
-    )
     return (
         "( "
-        + serialise
+        + _clone_lock_script(clone)
         + f"if ! git -C {c} rev-parse --git-dir >/dev/null 2>&1; then {create}; fi; "
         f"cd {c} || {{ {fail} 'cannot enter clone'; exit 0; }}; "
         + origin_check(accept)
@@ -127,22 +154,8 @@ def sync_command(
         'if [ -n "$(git status --porcelain 2>/dev/null)" ]; then '
         f"git stash push -u -q -m {msg} >/dev/null 2>&1 && stashed=1 || "
         f"{{ {fail} 'dirty tree could not be stashed'; exit 0; }}; fi; "
-        f"b={b}; "
-        # The remote's answer first, then the fetch: a fetched ref equal to it or descending from
-        # it is fresh (main moved on while we fetched, the common case under merges); only one
-        # that is behind or beside it is stale (a fetch that exited 0 and moved nothing, or a
-        # main rewound by a force-push in between).
-        'want=$(git ls-remote origin "refs/heads/$b" 2>/dev/null | cut -f1); '
-        f'[ -n "$want" ] || {{ {fail} "remote has no $b (ls-remote failed)"; exit 0; }}; '
-        f"git fetch -q origin >/dev/null 2>&1 || {{ {fail} 'fetch failed'; exit 0; }}; "
-        'have=$(git rev-parse -q --verify "origin/$b" 2>/dev/null); '
-        'if [ "$want" != "$have" ] && ! git merge-base --is-ancestor "$want" "$have" '
-        "2>/dev/null; then "
-        f'{fail} "stale: origin/$b is ${{have:-none}}, behind the remote answer $want"; exit 0; fi; '
-        'git checkout -q --detach "origin/$b" >/dev/null 2>&1 || '
-        f'{{ {fail} "checkout of origin/$b failed"; exit 0; }}; '
-        f'if [ -n "$stashed" ]; then echo "{TOKEN}stashed $have"; else echo "{TOKEN}ok $have"; fi; '
-        "exit 0 ); exit 0"
+        + _checkout_script(branch)
+        + "exit 0 ); exit 0"
     )
 
 

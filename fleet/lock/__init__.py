@@ -27,10 +27,11 @@ import shlex
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import TextIO
 
 import portalocker
@@ -103,11 +104,32 @@ class _ReportingLock:
         self._acquired_at = time.monotonic()
         self.report = LockReport(True, self._acquired_at - started, None, None)
 
+    def _let_go(self) -> None:
+        """The carrier's own release; a no-op when nothing is held."""
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._let_go()
+        finally:
+            self._released()
+
     def _released(self) -> None:
         if self._acquired_at is not None:
             held = time.monotonic() - self._acquired_at
             self.report = dataclasses.replace(self.report, held_s=held)
             self._acquired_at = None
+
+
+@contextmanager
+def _closed_if_raised(handle: TextIO | Stream) -> Iterator[None]:
+    """Close the handle a wait for the lock was using when the wait raises (a timeout, a signal):
+    a handle nobody will release must not go on holding, or waiting for, the lock."""
+    try:
+        yield
+    except BaseException:
+        handle.close()
+        raise
 
 
 def _errno_text(err: OSError) -> str:
@@ -171,11 +193,8 @@ class FleetLock(_ReportingLock):
             except OSError as err:
                 self._fail_open(started, f"cannot open fleet lock {self.path}: {_errno_text(err)}")
                 return self
-            try:
+            with _closed_if_raised(fh):
                 outcome = self._wait_for(fh, deadline, started)
-            except BaseException:
-                fh.close()
-                raise
             if outcome == "held":
                 self._fh = fh
                 self._acquired(started)
@@ -229,12 +248,7 @@ class FleetLock(_ReportingLock):
                 flush=True,
             )
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _let_go(self) -> None:
         fh, self._fh = self._fh, None
         if fh is None:
             return
@@ -248,7 +262,6 @@ class FleetLock(_ReportingLock):
             portalocker.unlock(fh)
         finally:
             fh.close()  # closing releases the lock even if unlock raised
-            self._released()
 
 
 def remote_lock_command(path: str, wait_s: float, holder: str) -> str:
@@ -317,11 +330,8 @@ class RemoteFleetLock(_ReportingLock):
         except TransportError as err:
             self._fail_open(started, f"cannot reach the lock host for {self.path}: {err}")
             return self
-        try:
+        with _closed_if_raised(stream):
             outcome, said = self._await(stream, started)
-        except BaseException:
-            stream.close()
-            raise
         if outcome == "held":
             self._stream = stream
             self._acquired(started)
@@ -353,16 +363,7 @@ class RemoteFleetLock(_ReportingLock):
             if line.strip():
                 noise.append(line.strip())
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _let_go(self) -> None:
         stream, self._stream = self._stream, None
-        if stream is None:
-            return
-        try:
+        if stream is not None:
             stream.close()  # EOF on the lock host's stdin: cat ends, flock releases
-        finally:
-            self._released()

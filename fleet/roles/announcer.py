@@ -33,8 +33,16 @@ from fleet.core.announce import Assessment, Report, Stall, assess, report_for, u
 from fleet.core.exits import Exit
 from fleet.core.model import Issue, Snapshot
 from fleet.observe import probe_fleet, read_page
-from fleet.roles.base import held
-from fleet.roles.engine import Escalate, Escalation, Failure, FileClaims, Result, Tier, drain, each
+from fleet.roles.base import begin
+from fleet.roles.engine import (
+    Escalate,
+    Escalation,
+    Failure,
+    FileClaims,
+    IndependentItems,
+    Result,
+    drain,
+)
 from fleet.roles.notifier import NoticeOutcome, Notifier
 from fleet.roles.notifier import key as notice_key
 from fleet.trace import Trace, to_jsonable
@@ -108,7 +116,7 @@ def open_report(issues: Sequence[Issue], title: str) -> int | None:
     return None
 
 
-class Announcer:
+class Announcer(IndependentItems[Stall]):
     """A Loop: select_queue observes and decides; dispatch files one report."""
 
     def __init__(self, ctx: FleetContext, trace: Trace, *, apply: bool) -> None:
@@ -159,12 +167,6 @@ class Announcer:
         if not self.apply:
             return ()
         return tuple(f.stall for f in self.filings.values() if f.outcome == "would-file")
-
-    def tier_policy(self, item: Stall) -> Tier:
-        return Tier.DISPATCH
-
-    def dispatch(self, items: Sequence[Stall]) -> list[Result]:
-        return each(items, self._one)
 
     def _one(self, item: Stall) -> Result:
         return file_report(self.ctx, self.filings[item.key].report)
@@ -257,10 +259,8 @@ def tell_a_human(ctx: FleetContext, trace: Trace) -> Escalate:
 
 def announce(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> AnnounceReport:
     """One pass of the announcer. A dry run files nothing and says what it would file."""
-    hold = held(ctx, "announce", apply)
-    apply = apply and hold is None  # a pause or a halt: decide and report, write nothing
+    hold, apply, trace = begin(ctx, "announce", apply, trace)
     state = Path(ctx.inventory.state_dir)
-    trace = trace or Trace(state / "trace.jsonl")
     loop = Announcer(ctx, trace, apply=apply)
     escalate = tell_a_human(ctx, trace) if apply else None
     drain(loop, FileClaims(state / "claims"), trace, pool=1, key=lambda s: s.key, escalate=escalate)

@@ -29,6 +29,16 @@ def held(ctx: FleetContext, role: str, apply: bool) -> Switch | None:
     return hold
 
 
+def begin(
+    ctx: FleetContext, role: str, apply: bool, trace: Trace | None
+) -> tuple[Switch | None, bool, Trace]:
+    """The start of one tick of ``role``: the switch that holds it (see :func:`held`), whether it
+    writes, and its trace (the state directory's unless one is given)."""
+    hold = held(ctx, role, apply)
+    writes = apply and hold is None  # a pause or a halt: decide and report, write nothing
+    return hold, writes, trace or Trace(Path(ctx.inventory.state_dir) / "trace.jsonl")
+
+
 def drain_role(
     ctx: FleetContext, loop: Loop[Any], trace: Trace, *, apply: bool, key: Callable[[Any], str]
 ) -> str | None:

@@ -337,6 +337,21 @@ def each(items: Sequence[Item], one: Callable[[Item], Result]) -> list[Result]:
         return list(pool.map(safe, items))
 
 
+class IndependentItems(Generic[Item]):
+    """Two of the six methods for a loop whose items are independent writes: every item is for
+    dispatch (its queue holds no hold), and a round's items run side by side through :func:`each`.
+    The loop writes ``_one``, the dispatch of one item."""
+
+    def tier_policy(self, item: Item) -> Tier:
+        return Tier.DISPATCH
+
+    def dispatch(self, items: Sequence[Item]) -> list[Result]:
+        return each(items, self._one)
+
+    def _one(self, item: Item) -> Result:
+        raise NotImplementedError
+
+
 __all__ = [
     "RETRY_BACKOFFS_S",
     "Claim",
@@ -345,6 +360,7 @@ __all__ = [
     "Escalation",
     "Failure",
     "FileClaims",
+    "IndependentItems",
     "Loop",
     "Result",
     "Tier",

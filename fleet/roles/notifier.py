@@ -15,7 +15,7 @@ from fleet.board.base import BoardError
 from fleet.context import FleetContext
 from fleet.core.model import Snapshot
 from fleet.core.notices import Notice, notices, posted
-from fleet.roles.engine import Failure, Result, Tier, each
+from fleet.roles.engine import Failure, IndependentItems, Result
 
 
 @dataclass
@@ -24,7 +24,7 @@ class NoticeOutcome:
     outcome: str  # would-post | posted | already-posted | failed
 
 
-class Notifier:
+class Notifier(IndependentItems[Notice]):
     """select_queue decides from the announcer's snapshot; dispatch posts one notice."""
 
     def __init__(self, ctx: FleetContext, snap: Snapshot | None, *, apply: bool) -> None:
@@ -47,12 +47,6 @@ class Notifier:
         if not self.apply:
             return ()
         return tuple(o.notice for o in self.outcomes.values() if o.outcome == "would-post")
-
-    def tier_policy(self, item: Notice) -> Tier:
-        return Tier.DISPATCH
-
-    def dispatch(self, items: Sequence[Notice]) -> list[Result]:
-        return each(items, self._one)
 
     def _one(self, item: Notice) -> Result:
         identity = self.ctx.inventory.policy.identity

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fleet.board.base import BoardError
@@ -27,8 +26,8 @@ from fleet.core.markers import history, open_start
 from fleet.core.model import Snapshot
 from fleet.core.reap import ReapDecision, reap_decisions, reaped_marker, threshold_warning
 from fleet.observe import probe_fleet, read_page
-from fleet.roles.base import drain_role, held
-from fleet.roles.engine import Failure, Result, Tier, each
+from fleet.roles.base import begin, drain_role
+from fleet.roles.engine import Failure, IndependentItems, Result
 from fleet.trace import Trace, to_jsonable
 from fleet.trace.codec import decode, decode_snapshot
 from fleet.trace.replay import Comparison, RecordError, compare, register
@@ -69,7 +68,7 @@ class ReapReport:
         }
 
 
-class Reaper:
+class Reaper(IndependentItems[ReapDecision]):
     """A Loop: ``select_queue`` probes, reads and decides; ``dispatch`` posts one reaped marker."""
 
     def __init__(self, ctx: FleetContext, trace: Trace, *, apply: bool) -> None:
@@ -105,12 +104,6 @@ class Reaper:
         if not self.apply:
             return ()
         return tuple(d for d in self.decisions if d.reap)
-
-    def tier_policy(self, item: ReapDecision) -> Tier:
-        return Tier.DISPATCH
-
-    def dispatch(self, items: Sequence[ReapDecision]) -> list[Result]:
-        return each(items, self._one)
 
     def _one(self, item: ReapDecision) -> Result:
         n = item.issue
@@ -152,11 +145,8 @@ def _states(decisions: Sequence[ReapDecision]) -> dict[str, int]:
 
 def reap(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> ReapReport:
     """One reaper tick. A dry run (``apply=False``) decides and writes nothing to the board."""
-    hold = held(ctx, "reap", apply)
-    apply = apply and hold is None  # a pause or a halt: decide and report, write nothing
+    hold, apply, trace = begin(ctx, "reap", apply, trace)
     inv = ctx.inventory
-    state = Path(inv.state_dir)
-    trace = trace or Trace(state / "trace.jsonl")
     threshold = inv.policy.reaper_threshold_s
     for w in inv.workers:
         warning = threshold_warning(threshold, w.max_run_s, w.name)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fleet.board.base import BoardError
@@ -29,8 +28,8 @@ from fleet.core.model import Unit, WorkerView
 from fleet.core.repair import ORDER, RepairDecision, repair_plan, superseded_marker, who
 from fleet.inventory import WorkerConfig
 from fleet.observe import probe_fleet
-from fleet.roles.base import drain_role, held
-from fleet.roles.engine import Failure, Result, Tier, each
+from fleet.roles.base import begin, drain_role
+from fleet.roles.engine import Failure, IndependentItems, Result
 from fleet.trace import Trace, to_jsonable
 from fleet.trace.codec import decode
 from fleet.trace.replay import Comparison, RecordError, compare, register
@@ -81,7 +80,7 @@ class RepairReport:
         }
 
 
-class Repairer:
+class Repairer(IndependentItems[RepairDecision]):
     """A Loop: ``select_queue`` probes and decides; ``dispatch`` stops one issue's duplicates."""
 
     def __init__(self, ctx: FleetContext, trace: Trace, *, apply: bool) -> None:
@@ -112,12 +111,6 @@ class Repairer:
         if not self.apply:
             return ()
         return tuple(d for d in self.decisions if d.decided)
-
-    def tier_policy(self, item: RepairDecision) -> Tier:
-        return Tier.DISPATCH
-
-    def dispatch(self, items: Sequence[RepairDecision]) -> list[Result]:
-        return each(items, self._one)
 
     def _one(self, item: RepairDecision) -> Result:
         lines: list[str] = []
@@ -164,10 +157,7 @@ class Repairer:
 
 def repair(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> RepairReport:
     """One repair tick. A dry run decides and stops nothing."""
-    hold = held(ctx, "repair", apply)
-    apply = apply and hold is None  # a pause or a halt: decide and report, write nothing
-    state = Path(ctx.inventory.state_dir)
-    trace = trace or Trace(state / "trace.jsonl")
+    hold, apply, trace = begin(ctx, "repair", apply, trace)
     repairer = Repairer(ctx, trace, apply=apply)
     lock_error = drain_role(ctx, repairer, trace, apply=apply, key=lambda d: str(d.issue))
     report = RepairReport(

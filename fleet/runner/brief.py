@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from fleet.core.model import Mention, iso
+from fleet.runner.statefile import read_state_file
 
 BRIEF_FILE = "brief.md"
 PLACEHOLDERS = ("issue", "title", "body", "mentions", "results_file", "worktree")
@@ -101,13 +102,10 @@ def render_brief(
 def read_results(path: Path) -> tuple[dict | None, str | None]:
     """(object, None) when the agent wrote one; (None, None) when it wrote nothing; (None, warning)
     when the file holds something that is not one JSON object — reported, never trusted (D5)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, None
-    except (OSError, UnicodeDecodeError) as err:
-        return None, f"results file {path} unreadable: {err}"
-    if not text.strip():
+    text, unreadable = read_state_file(path)
+    if unreadable is not None:
+        return None, f"results file {path} unreadable: {unreadable}"
+    if text is None or not text.strip():
         return None, None
     try:
         data = json.loads(text)

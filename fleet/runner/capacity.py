@@ -32,6 +32,7 @@ from zoneinfo import ZoneInfo
 
 from fleet.core.canary import canary_due
 from fleet.core.model import Capacity, CapacitySource, iso, parse_iso, utc
+from fleet.runner.statefile import read_state_file
 
 CAPACITY_FILE = "capacity.json"
 
@@ -186,12 +187,11 @@ def _capacity_from(data: object) -> Capacity:
 def read_capacity(path: Path) -> tuple[Capacity | None, str | None]:
     """(capacity, None) when dark; (None, None) when no file; (None, warning) when the file exists
     but cannot be read — the guard fails OPEN on its own outage and says why (D5)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text, unreadable = read_state_file(path)
+    if unreadable is not None:
+        return None, f"capacity file {path} unreadable, treated as not dark: {unreadable}"
+    if text is None:
         return None, None
-    except (OSError, UnicodeDecodeError) as err:
-        return None, f"capacity file {path} unreadable, treated as not dark: {err}"
     try:
         return _capacity_from(json.loads(text)), None
     except (ValueError, TypeError) as err:

@@ -107,16 +107,7 @@ def decide_close_out(
     """
     report = ADAPTERS[agent].read(output, exit_code, now)  # read ONCE (D7)
     limit = report.limit  # only from the CLI's own error fields and exit status
-    mine = [p for p in prs if p.created_at >= run_started_at]  # D16: by time, not existence
-    retry = decide_retry(
-        capture=report,
-        output=output,
-        exit_code=exit_code if exit_code is not None else -1,
-        limit=limit,
-        artifact_found=bool(mine),
-        retries_so_far=retries_so_far,
-        backoffs_s=backoffs_s,
-    )
+    retry = _retry_gate(report, output, exit_code, prs, run_started_at, retries_so_far, backoffs_s)
     blocker, warning = declared_blocker(results)
     decision = derive_outcome(
         prs=prs,
@@ -130,14 +121,7 @@ def decide_close_out(
         declared_blocker=blocker,
         turn_limited=turn_limit_detail(report, max_turns, turns_stopped),
     )
-    if workspace_failure is not None and signal_name is None:
-        decision = OutcomeDecision(Outcome.FAILED, None, workspace_failure)
-    elif unproven and signal_name is None:
-        why = "; ".join(unproven[n] for n in sorted(unproven))
-        decision = OutcomeDecision(Outcome.FAILED, None, f"{MERGE_UNPROVEN}: {why}")
-    elif forge_error is not None and decision.outcome in (Outcome.NO_OP, Outcome.FAILED):
-        # Could-not-check is not "no PR": never a no-op on a forge we could not read (D20).
-        decision = OutcomeDecision(Outcome.FAILED, None, forge_error)
+    decision = _overruled(decision, signal_name, workspace_failure, unproven, forge_error)
     marker = marker_for(
         decision,
         exit_code=exit_code,
@@ -149,23 +133,81 @@ def decide_close_out(
         evidence=_evidence(report),
         run_id=run_id,
     )
-    left_reason, left_warning = declared_left_open(results)
+    left_open, left_warning = _left_open(results, run_id, decision)
     warnings = tuple(w for w in (warning, left_warning) if w)
-    left_open = None
-    if left_reason is not None and decision.outcome is Outcome.SUCCESS:
-        left_open = left_open_marker(left_reason, run_id, decision)
     return CloseOut(report, limit, retry, blocker, decision, marker, warnings, left_open)
+
+
+def _retry_gate(
+    report: AgentReport,
+    output: str,
+    exit_code: int | None,
+    prs: Sequence[PullRequest],
+    run_started_at: datetime,
+    retries_so_far: int,
+    backoffs_s: Sequence[int],
+) -> RetryDecision:
+    """D7's gate on the same reading as the outcome; an artifact is this run's by time (D16)."""
+    mine = [p for p in prs if p.created_at >= run_started_at]  # D16: by time, not existence
+    return decide_retry(
+        capture=report,
+        output=output,
+        exit_code=exit_code if exit_code is not None else -1,
+        limit=report.limit,
+        artifact_found=bool(mine),
+        retries_so_far=retries_so_far,
+        backoffs_s=backoffs_s,
+    )
+
+
+def _left_open(
+    results: dict | None, run_id: str | None, decision: OutcomeDecision
+) -> tuple[str | None, str | None]:
+    """(D6's left-open marker when a success declared it, else None; a warning about the
+    results file's declaration, else None)."""
+    reason, warning = declared_left_open(results)
+    if reason is None or decision.outcome is not Outcome.SUCCESS:
+        return None, warning
+    return left_open_marker(reason, run_id, decision), warning
+
+
+def _overruled(
+    decision: OutcomeDecision,
+    signal_name: str | None,
+    workspace_failure: str | None,
+    unproven: Mapping[int, str] | None,
+    forge_error: str | None,
+) -> OutcomeDecision:
+    """The outcome once what the agent's output cannot know is weighed: a broken workspace and a
+    merge origin does not prove fail the run (unless a signal stopped it), and a forge that could
+    not be read turns a no-op into a failure."""
+    if workspace_failure is not None and signal_name is None:
+        return OutcomeDecision(Outcome.FAILED, None, workspace_failure)
+    if unproven and signal_name is None:
+        why = "; ".join(unproven[n] for n in sorted(unproven))
+        return OutcomeDecision(Outcome.FAILED, None, f"{MERGE_UNPROVEN}: {why}")
+    if forge_error is not None and decision.outcome in (Outcome.NO_OP, Outcome.FAILED):
+        # Could-not-check is not "no PR": never a no-op on a forge we could not read (D20).
+        return OutcomeDecision(Outcome.FAILED, None, forge_error)
+    return decision
 
 
 def left_open_marker(reason: str, run_id: str | None, decision: OutcomeDecision) -> str:
     """D6's non-terminal "finished but deliberately left open": it follows the success marker and
     becomes the last word, so the open issue is neither a tombstone nor latched. It has a glyph —
     the glyph-less first version left the success as the last word."""
-    pr = decision.pr
+    return render(
+        Kind.LEFT_OPEN, _run_fields(decision, run_id), f"Left open on purpose by the run: {reason}"
+    )
+
+
+def _run_fields(decision: OutcomeDecision, run_id: str | None) -> dict[str, object]:
+    """The fields every marker of a run's end carries: the run it ends, the PR it rests on."""
     fields: dict[str, object] = {"run": run_id}
+    pr = decision.pr
     if pr is not None:
         fields["pr"] = f"{pr.repository}#{pr.number}" if pr.repository else f"#{pr.number}"
-    return render(Kind.LEFT_OPEN, fields, f"Left open on purpose by the run: {reason}")
+    return fields
 
 
 def turn_limit_detail(
@@ -210,10 +252,7 @@ def marker_for(
     """The terminal marker text for an outcome. ``run=`` names the start it ends, so a reader pairs
     them exactly even when two runs of one issue overlap or clocks disagree (the timeline)."""
     kind = KINDS[decision.outcome]
-    fields: dict[str, object] = {"run": run_id}
-    pr = decision.pr
-    if pr is not None:
-        fields["pr"] = f"{pr.repository}#{pr.number}" if pr.repository else f"#{pr.number}"
+    fields = _run_fields(decision, run_id)
     if kind is Kind.STOPPED:
         fields["signal"] = signal_name or "-"
     if kind in (Kind.FAILED, Kind.GARBLED) and exit_code is not None:

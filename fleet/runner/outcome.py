@@ -104,8 +104,16 @@ def derive_outcome(
     if capture.zero_turns is True:
         return _zero_turns(capture, exit_code, limit, retry)
 
-    started = utc(run_started_at)
-    ours = _this_runs(prs, started)
+    ours = _this_runs(prs, utc(run_started_at))
+    forge = _by_the_forge(ours, turn_limited)
+    if forge is not None:
+        return forge
+    return _no_pr(capture, exit_code, limit, declared_blocker)
+
+
+def _by_the_forge(ours: list[PullRequest], turn_limited: str | None) -> OutcomeDecision | None:
+    """Rules 4 and 5, what this run's PRs say; the turn bound (D13) ranks below a success and
+    above a tombstone risk. None when no PR of this run decides it."""
     own = [p for p in ours if p.repository == ""]
     merged = [p for p in own if p.merged]
     if merged:
@@ -135,7 +143,16 @@ def derive_outcome(
             f"PR {pr.repository}#{pr.number} merged in another repository: "
             "the issue was not closed by it",
         )
+    return None
 
+
+def _no_pr(
+    capture: Reading,
+    exit_code: int | None,
+    limit: LimitSignal | None,
+    declared_blocker: dict[str, Any] | None,
+) -> OutcomeDecision:
+    """Rule 6: no PR of this run decides it, so the run's own signs do."""
     if limit is not None:
         return OutcomeDecision(Outcome.CAPACITY, None, _limit_detail(limit))
     if declared_blocker is not None:

@@ -139,32 +139,9 @@ class Runner:
         disposed, issue = self._check_11()  # 3
         if disposed:
             return RunExit.OK
-        start = {
-            "run": self.run_id,
-            "worker": self.worker.name,
-            "master": self.worker.master or os.environ.get("USER", "-"),
-            "unit": unit_name(self.issue),
-            "brief": brief_version(),
-            "agent": self.worker.agent_kind.value,  # which adapter reads this run (docs/agents.md)
-            # check 7, advisory: the CI baseline the dispatch saw (green/red/unknown); a failure
-            # of a run started on red spends no attempt (fleet.core.markers.history)
-            "baseline": os.environ.get(BASELINE_ENV) or None,
-        }
-        try:
-            start_comment = self.post(render(Kind.START, start))  # 4
-        except BoardError as exc:
-            self.say(f"cannot post the start marker: {exc}; nothing ran")
+        run_started_at = self._post_start(started_wall)  # 4
+        if run_started_at is None:
             return RunExit.NO_START
-        self.start_posted = True
-        warning = forget_issue(self.worker.state_dir, self.issue)  # this launch path works
-        if warning:
-            self.say(warning)
-        # Attribution uses the board's own clock (the start marker's timestamp): PRs are stamped
-        # by the same clock, so worker clock skew cannot credit or discredit an artifact (D16).
-        run_started_at = start_comment.created_at
-        self.say(f"started at {iso(started_wall)} (worker clock), {iso(run_started_at)} (board)")
-        if stamp_canary(capacity_path(Path(self.worker.state_dir)), started_wall) is not None:
-            self.say("this run is the canary of a rate limit with no stated reset (D8)")
         for s in _SIGNALS:
             signal.signal(s, self._on_signal)
         log = self.run_dir / "agent.log"
@@ -225,6 +202,37 @@ class Runner:
             self.say(f"issue is {why} at the last moment (check 11); stopping silently")
             return True, issue
         return False, issue
+
+    def _post_start(self, started_wall: datetime) -> datetime | None:
+        """Step 4, before anything that can fail: the start marker. Returns the board's time of
+        it, which attributes the run's PRs (D16), or None when it could not be posted."""
+        start = {
+            "run": self.run_id,
+            "worker": self.worker.name,
+            "master": self.worker.master or os.environ.get("USER", "-"),
+            "unit": unit_name(self.issue),
+            "brief": brief_version(),
+            "agent": self.worker.agent_kind.value,  # which adapter reads this run (docs/agents.md)
+            # check 7, advisory: the CI baseline the dispatch saw (green/red/unknown); a failure
+            # of a run started on red spends no attempt (fleet.core.markers.history)
+            "baseline": os.environ.get(BASELINE_ENV) or None,
+        }
+        try:
+            start_comment = self.post(render(Kind.START, start))
+        except BoardError as exc:
+            self.say(f"cannot post the start marker: {exc}; nothing ran")
+            return None
+        self.start_posted = True
+        warning = forget_issue(self.worker.state_dir, self.issue)  # this launch path works
+        if warning:
+            self.say(warning)
+        # Attribution uses the board's own clock (the start marker's timestamp): PRs are stamped
+        # by the same clock, so worker clock skew cannot credit or discredit an artifact (D16).
+        run_started_at = start_comment.created_at
+        self.say(f"started at {iso(started_wall)} (worker clock), {iso(run_started_at)} (board)")
+        if stamp_canary(capacity_path(Path(self.worker.state_dir)), started_wall) is not None:
+            self.say("this run is the canary of a rate limit with no stated reset (D8)")
+        return run_started_at
 
     def _read_after_start(self) -> tuple[Issue | None, str | None]:
         """The issue for the brief when check 11 could not read it: without its text there is no

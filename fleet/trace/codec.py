@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from enum import Enum
 from types import NoneType, UnionType
@@ -85,14 +85,9 @@ def _scalar_or_value(tp: type, data: Any, where: str) -> Any:
             names = ", ".join(repr(m.value) for m in tp)
             raise CodecError(where, f"{data!r} is not a {tp.__name__} ({names})") from None
     if issubclass(tp, datetime):
-        return _datetime(data, where)
+        return _iso(datetime.fromisoformat, data, where, "an ISO 8601 timestamp")
     if issubclass(tp, date):
-        if not isinstance(data, str):
-            raise CodecError(where, f"expected an ISO date string, got {_kind(data)}")
-        try:
-            return date.fromisoformat(data)
-        except ValueError as exc:
-            raise CodecError(where, f"not an ISO date: {data!r} ({exc})") from None
+        return _iso(date.fromisoformat, data, where, "an ISO date", "an ISO date string")
     if tp is bool:
         if not isinstance(data, bool):
             raise CodecError(where, f"expected true/false, got {_kind(data)}")
@@ -112,13 +107,17 @@ def _scalar_or_value(tp: type, data: Any, where: str) -> Any:
     raise CodecError(where, f"no decoder for the type {tp.__name__}")
 
 
-def _datetime(data: Any, where: str) -> datetime:
+def _iso(
+    parse: Callable[[str], T], data: Any, where: str, what: str, expected: str | None = None
+) -> T:
+    """``data`` read by ``parse`` (a ``fromisoformat``): a string that is ``what``; ``expected``
+    names what a value of another type should have been, when it is not just ``what``."""
     if not isinstance(data, str):
-        raise CodecError(where, f"expected an ISO 8601 timestamp, got {_kind(data)}")
+        raise CodecError(where, f"expected {expected or what}, got {_kind(data)}")
     try:
-        return datetime.fromisoformat(data)
+        return parse(data)
     except ValueError as exc:
-        raise CodecError(where, f"not an ISO 8601 timestamp: {data!r} ({exc})") from None
+        raise CodecError(where, f"not {what}: {data!r} ({exc})") from None
 
 
 def _union(args: tuple[Any, ...], data: Any, where: str) -> Any:

@@ -69,6 +69,9 @@ MAX_ITEMS = 10_000
 MAX_COMMENT_PAGES = 20  # older-comment pages for one issue() read: 2,000 comments
 EDGES_PER_QUERY = q.MAX_PAGE  # ids per nodes(ids:) call
 
+# One queue item as read from a board page: the issue's content, its Status and its Lane.
+_Row = tuple[dict[str, Any], str | None, str | None]
+
 
 def _token_from_file(path: str) -> str:
     """The token from ``path`` (``~`` expanded): the runner's source inside a unit, whose clean
@@ -209,7 +212,37 @@ class GitHubBoard:
     # -- the queue -------------------------------------------------------------------------------
 
     def read(self) -> BoardPage:
-        items: list[tuple[dict[str, Any], str | None, str | None]] = []
+        items, unseen, cost = self._queue_items()
+        wanted = [c["id"] for c, s, _ in items if s == Status.TODO.value and parse.has_edges(c)]
+        edges, edge_cost, edge_unseen = self._edges(wanted)
+        issues = []
+        for c, s, lane in sorted(items, key=lambda t: t[0].get("number", 0)):
+            if c["id"] in edge_unseen:
+                continue
+            older, unreadable, more = self._page_older(c)
+            cost += more
+            issue = parse.issue(
+                c,
+                full_name=self.full_name,
+                status=s,
+                lane=lane,
+                blocked_by=edges[c["id"]][0] if c["id"] in edges else (),
+                sub_issues=edges[c["id"]][1] if c["id"] in edges else (),
+                older_comments=older,
+            )
+            issues.append(replace(issue, unreadable=unreadable) if unreadable else issue)
+        return BoardPage(
+            issues=tuple(issues),
+            read_at=datetime.now(UTC),
+            cost=cost + edge_cost,
+            cost_unit="points",
+            skipped=tuple(unseen) + tuple(edge_unseen.values()),
+        )
+
+    def _queue_items(self) -> tuple[list[_Row], list[Skipped], int]:
+        """Every page of the board's items: the queue's rows (issue, Status, Lane), the items a
+        partial answer left unreadable, and the points spent."""
+        items: list[_Row] = []
         unseen: list[Skipped] = []
         cost, after = 0, None
         for page_no in range(-(-MAX_ITEMS // self.page_size)):
@@ -245,31 +278,7 @@ class GitHubBoard:
             after = parse.text(page.get("endCursor"), "items.pageInfo.endCursor")
         else:
             raise BoardUnreadable(f"board has more than {MAX_ITEMS} items; refusing a partial read")
-        wanted = [c["id"] for c, s, _ in items if s == Status.TODO.value and parse.has_edges(c)]
-        edges, edge_cost, edge_unseen = self._edges(wanted)
-        issues = []
-        for c, s, lane in sorted(items, key=lambda t: t[0].get("number", 0)):
-            if c["id"] in edge_unseen:
-                continue
-            older, unreadable, more = self._page_older(c)
-            cost += more
-            issue = parse.issue(
-                c,
-                full_name=self.full_name,
-                status=s,
-                lane=lane,
-                blocked_by=edges[c["id"]][0] if c["id"] in edges else (),
-                sub_issues=edges[c["id"]][1] if c["id"] in edges else (),
-                older_comments=older,
-            )
-            issues.append(replace(issue, unreadable=unreadable) if unreadable else issue)
-        return BoardPage(
-            issues=tuple(issues),
-            read_at=datetime.now(UTC),
-            cost=cost + edge_cost,
-            cost_unit="points",
-            skipped=tuple(unseen) + tuple(edge_unseen.values()),
-        )
+        return items, unseen, cost
 
     def _page_older(self, node: dict[str, Any]) -> tuple[list[Any], str | None, int]:
         """The comments before the page's last ``MAX_PAGE``: markers live there once a hundred
@@ -283,9 +292,7 @@ class GitHubBoard:
             return [], f"its comments could not all be read: {exc}", sum(spent)
         return older, None, sum(spent)
 
-    def _queue_row(
-        self, item: dict[str, Any]
-    ) -> tuple[dict[str, Any], str | None, str | None] | None:
+    def _queue_row(self, item: dict[str, Any]) -> _Row | None:
         """The item's issue, Status and Lane when it is part of the queue, else None."""
         content = item.get("content")
         if item.get("isArchived") or not isinstance(content, dict):

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet.board.base import BoardPage, BoardUnreadable, BoardWriteError
+from fleet.board.base import BoardError, BoardPage, BoardUnreadable, BoardWriteError
 from fleet.board.local import forge
 from fleet.board.local.schema import (
     ALL_ISSUES,
@@ -122,36 +122,34 @@ class LocalBoard:
 
     # -- transactions ----------------------------------------------------------------------------
     @contextmanager
-    def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
-        """One read transaction: every SELECT inside sees the same board (a consistent page)."""
+    def _transaction(self, begin: str, what: str, error: type[BoardError]) -> Iterator[None]:
+        """One transaction under this process's lock: committed when the block ends, rolled back
+        on any exception; a SQLite error is raised as ``error``, naming ``what`` was done."""
         with self._lock:
             try:
-                self._conn.execute("BEGIN")
-                yield self._conn
+                self._conn.execute(begin)
+                yield
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._rollback()
-                raise BoardUnreadable(f"board {self.path}: {what}: {exc}") from exc
+                raise error(f"board {self.path}: {what}: {exc}") from exc
             except BaseException:
                 self._rollback()
                 raise
 
     @contextmanager
+    def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One read transaction: every SELECT inside sees the same board (a consistent page)."""
+        with self._transaction("BEGIN", what, BoardUnreadable):
+            yield self._conn
+
+    @contextmanager
     def _writing(self, what: str) -> Iterator[Tx]:
         """One write transaction holding the write lock from its first statement."""
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                tx = Tx(self._conn, self._wall, str(self.path))
-                yield tx
-                tx.clock.store()
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._rollback()
-                raise BoardWriteError(f"board {self.path}: {what}: {exc}") from exc
-            except BaseException:
-                self._rollback()
-                raise
+        with self._transaction("BEGIN IMMEDIATE", what, BoardWriteError):
+            tx = Tx(self._conn, self._wall, str(self.path))
+            yield tx
+            tx.clock.store()
 
     def _rollback(self) -> None:
         if self._conn.in_transaction:
@@ -232,15 +230,7 @@ class LocalBoard:
         release — the fleet never reopens its own work; an operator's reopen names the operator)."""
         who = author or self.identity
         with self._writing(f"reopen #{number}") as tx:
-            if tx.require(number) is IssueState.OPEN:
-                return
-            at = tx.touch(number)
-            tx.run(
-                "UPDATE issues SET state = 'open', state_reason = NULL, closed_at = NULL,"
-                " status = ? WHERE number = ?",
-                (Status.TODO.value, number),
-            )
-            tx.event(number, EventKind.REOPENED, who, "", at)
+            tx.reopen_issue(number, who)
 
     def add_labels(self, number: int, labels: Sequence[str]) -> None:
         with self._writing(f"label #{number}") as tx:

@@ -260,15 +260,37 @@ class Tx:
 
     def close_issue(self, number: int, reason: StateReason, actor: str) -> None:
         """Close with a reason; closing a closed issue changes nothing and records nothing."""
-        if self.require(number) is IssueState.CLOSED:
+        self._move(number, IssueState.CLOSED, reason, Status.DONE, actor)
+
+    def reopen_issue(self, number: int, actor: str) -> None:
+        """Reopen into Todo; reopening an open issue changes nothing and records nothing."""
+        self._move(number, IssueState.OPEN, None, Status.TODO, actor)
+
+    def _move(
+        self,
+        number: int,
+        state: IssueState,
+        reason: StateReason | None,
+        status: Status,
+        actor: str,
+    ) -> None:
+        if self.require(number) is state:
             return
         at = self.touch(number)
+        closed = state is IssueState.CLOSED
         self.run(
-            "UPDATE issues SET state = 'closed', state_reason = ?, closed_at = ?, status = ?"
+            "UPDATE issues SET state = ?, state_reason = ?, closed_at = ?, status = ?"
             " WHERE number = ?",
-            (reason.value, iso(at), Status.DONE.value, number),
+            (
+                state.value,
+                None if reason is None else reason.value,
+                iso(at) if closed else None,
+                status.value,
+                number,
+            ),
         )
-        self.event(number, EventKind.CLOSED, actor, reason.value, at)
+        kind = EventKind.CLOSED if closed else EventKind.REOPENED
+        self.event(number, kind, actor, "" if reason is None else reason.value, at)
 
     def would_cycle(self, child: int, parent: int) -> bool:
         """True when ``child`` is ``parent`` or one of its ancestors: the edge would close a loop."""
