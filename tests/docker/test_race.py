@@ -61,8 +61,8 @@ ROUNDS = 200  # the issue's figure: many orders of arrival over five masters (in
 SWEEP_ROUNDS = 50  # (invoke stress)
 # What `invoke test` races: every guarantee's overlapping case, in fewer rounds; `invoke stress`
 # (which CI runs too) keeps the figures above.
-SHORT_ROUNDS = 20
-SHORT_SWEEP_ROUNDS = 10
+SHORT_ROUNDS = 8
+SHORT_SWEEP_ROUNDS = 5
 HAND_DELAYS_S = (0.0, 0.5, 1.0, 1.5, 2.0)  # the hand's head start given away, round by round
 # Five racers pinned to one master each, three that let dispatch choose (None).
 TARGETS: tuple[str | None, ...] = ("w1", "w2", "w3", "w4-alpha", "w4-beta", None, None, None)
