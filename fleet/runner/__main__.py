@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -42,13 +43,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def sync_self(clone: str, remote: str | None, run_id: str) -> tuple[bool, str]:
-    """Step 1: sync the runner's clone; True when HEAD equals the freshly fetched ref."""
-    out = _sync(clone, remote, run_id)
-    return out.synced, f"{out.state}: {out.detail}"
-
-
-def _sync(clone: str, remote: str | None, run_id: str) -> SyncResult:
+def sync_runner_clone(clone: str, remote: str | None, run_id: str) -> SyncResult:
+    """Step 1's sync of the runner's own clone: the same script and rule as check 9."""
     cmd = sync_command(clone, origin=remote, note=f"runner sync for run {run_id}")
     res = subprocess.run(
         ["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=300, check=False
@@ -56,19 +52,47 @@ def _sync(clone: str, remote: str | None, run_id: str) -> SyncResult:
     return parse_sync(res.stdout)
 
 
-def loaded_head(clone: str) -> str | None:
-    """The commit this process's code was loaded from, when it was loaded from ``clone``: the
-    clone's HEAD, read before the sync can move it. None when fleet came from anywhere else (an
-    installed copy), or the HEAD cannot be read: then only a re-exec runs the clone's code."""
-    package = Path(fleet.__file__).resolve().parent
-    root = Path(clone).expanduser().resolve()
-    if package.parent != root:
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+# The process start time below is read from /proc at a tick's precision and a boot time in whole
+# seconds: a clone moved this close to the start counts as moved after it (a re-exec, the safe way).
+START_SLACK_S = 1.0
+
+
+def process_started_at() -> float | None:
+    """This process's start on the wall clock (Linux /proc); None where it cannot be read."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            after_name = handle.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat", encoding="ascii") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+        return boot + int(after_name[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
+    except (OSError, ValueError, IndexError, StopIteration):
         return None
-    res = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
-    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def loaded_head(
+    clone: str, *, package: Path | None = None, started: float | None = None
+) -> str | None:
+    """The commit this process's code was loaded from, when that is certain: fleet was imported
+    from ``clone``, whose detached HEAD and index were last written before this process started.
+    Another run's sync may move the shared clone after this process imported its code and before
+    this read; then HEAD names code this process never loaded, so the answer is None and only a
+    re-exec runs the clone's code (D11). None too for an installed fleet, an attached HEAD, or a
+    clone whose files cannot be read."""
+    package = package or Path(fleet.__file__).resolve().parent
+    root = Path(clone).expanduser().resolve()
+    started = process_started_at() if started is None else started
+    if package.parent != root or started is None:
+        return None
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text(encoding="ascii").strip()
+        written = max((git / name).stat().st_mtime for name in ("HEAD", "index"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not _SHA.fullmatch(head) or written >= started - START_SLACK_S:
+        return None
+    return head
 
 
 def _step_1(worker: WorkerConfig, run_id: str) -> int | None:
@@ -76,7 +100,7 @@ def _step_1(worker: WorkerConfig, run_id: str) -> int | None:
     Returns an exit code when the run must stop (70: stale), None to go on in this process."""
     assert worker.runner_clone
     before = loaded_head(worker.runner_clone)
-    out = _sync(worker.runner_clone, worker.runner_remote, run_id)
+    out = sync_runner_clone(worker.runner_clone, worker.runner_remote, run_id)
     detail = f"{out.state}: {out.detail}"
     if not out.synced:
         print(

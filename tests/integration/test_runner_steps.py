@@ -26,7 +26,9 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,7 @@ FLEET_PACKAGE = Path(fleet.__file__).resolve().parent
 # worker's supervisor, shorter than the worker's own handshake timeout (15 s), which would
 # otherwise answer first with "failed" (43) instead of leaving the claim unanswered.
 CLAIM_TIMEOUT_S = 5.0
+RUNNER_FEED_S = 60.0  # bounds each wait on a runner that reads its inventory from a FIFO
 
 
 # -- a runner remote: a git repository holding the fleet package (D11) --------------------------
@@ -177,6 +180,96 @@ def test_the_runner_syncs_its_clone_and_reexecs_from_it_exactly_once(tmp_path: P
         assert start.get("run") == "r-sync"
 
 
+def _synced_a_while_ago(clone: Path) -> None:
+    """The clone as the previous run's sync left it, minutes before this run started."""
+    then = time.time() - 600
+    for name in ("HEAD", "index"):
+        os.utime(clone / ".git" / name, (then, then))
+
+
+def _feed_when_read(
+    fifo: Path, text: str, times: int, before_first: Callable[[], None]
+) -> list[str]:
+    """Serve ``text`` to each of ``times`` readers of ``fifo``, calling ``before_first`` once the
+    first reader has it open (the process is running then) and before anything is written.
+    Bounded: a reader that never comes ends the feeding; what happened is returned."""
+    log: list[str] = []
+    for k in range(times):
+        deadline = time.monotonic() + RUNNER_FEED_S
+        while True:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError:  # ENXIO: no reader yet
+                if time.monotonic() > deadline:
+                    log.append(f"no reader {k + 1}")
+                    return log
+                time.sleep(0.05)
+        if k == 0:
+            before_first()
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        log.append(f"read {k + 1}")
+        _until_no_reader(fifo, deadline)  # this reader is done before the next is served
+    return log
+
+
+def _until_no_reader(fifo: Path, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: the reader closed its end
+            return
+        time.sleep(0.05)
+
+
+def test_a_clone_moved_by_another_run_after_this_one_started_still_reexecutes(
+    tmp_path: Path,
+) -> None:
+    """Two runs share the runner clone. A started from it and imported its code; then B's sync
+    moved the clone on; then A reaches step 1. A's sync finds the clone at the fetched head, yet
+    A runs the code it imported before the move: only a re-exec runs the new code (D11). A is
+    held between its start and step 1 by its inventory being a FIFO the test feeds."""
+    remote = RunnerRemote(tmp_path)
+    remote.publish("clone-old")
+    clone = tmp_path.resolve() / "workers" / "w1" / "runner"
+    git("clone", "-q", str(remote.bare), str(clone))
+    git("checkout", "-q", "--detach", "origin/main", cwd=clone)
+    _synced_a_while_ago(clone)
+    new = remote.publish("clone-new")
+    extra = {"runner_clone": str(clone), "runner_remote": str(remote.bare)}
+    with fleet_at(tmp_path, worker_extra=extra) as f:
+        n = f.board.create_issue("Add a greeting", "body")
+        fifo = f.root / "inventory-fed.yaml"
+        os.mkfifo(fifo)
+        text = f.inventory_path.read_text(encoding="utf-8")
+
+        def other_runs_sync() -> None:  # B's step 1, while A is between its start and its own
+            git("fetch", "-q", "origin", cwd=clone)
+            git("checkout", "-q", "--detach", "origin/main", cwd=clone)
+
+        fed: list[str] = []
+        feeder = threading.Thread(
+            target=lambda: fed.extend(_feed_when_read(fifo, text, 2, other_runs_sync))
+        )
+        feeder.start()
+        argv = [sys.executable, "-m", "fleet.runner", "--issue", str(n), "--worker", "w1"]
+        argv += ["--run-id", "r-overlap", "--inventory", str(fifo)]
+        env = {k: v for k, v in os.environ.items() if k not in (REEXEC_ENV, "PYTHONPATH")}
+        done = subprocess.run(
+            argv, cwd=f.root, env={**env, "PYTHONPATH": str(clone)}, capture_output=True,
+            text=True, timeout=RUNNER_FEED_S * 3, check=False,
+        )  # fmt: skip
+        feeder.join(RUNNER_FEED_S)
+        assert done.returncode == RunExit.OK, done.stderr
+        assert git("rev-parse", "HEAD", cwd=clone) == new
+        assert "re-executing once" in done.stderr and "no re-exec" not in done.stderr, done.stderr
+        assert fed == ["read 1", "read 2"], fed  # the re-executed process read it again
+        issue = f.board.issue(n)
+        assert issue is not None and kinds(issue) == [Kind.START, Kind.SUCCESS]
+
+
 def test_a_runner_started_from_a_fresh_clone_runs_on_without_a_reexec(tmp_path: Path) -> None:
     """Started from the clone (as dispatch starts it), at the fetched head with a clean tree: this
     process is the fresh code, so step 1 goes on without a second interpreter; a stale or dirty
@@ -185,6 +278,8 @@ def test_a_runner_started_from_a_fresh_clone_runs_on_without_a_reexec(tmp_path: 
     head = remote.publish("clone-fresh")
     clone = tmp_path.resolve() / "workers" / "w1" / "runner"
     git("clone", "-q", str(remote.bare), str(clone))
+    git("checkout", "-q", "--detach", "origin/main", cwd=clone)  # as a sync leaves it
+    _synced_a_while_ago(clone)
     extra = {"runner_clone": str(clone), "runner_remote": str(remote.bare)}
     with fleet_at(tmp_path, worker_extra=extra) as f:
         n = f.board.create_issue("Add a greeting", "body")

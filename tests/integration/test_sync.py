@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fleet.core.sync import SyncState, parse_sync, sync_command
-from fleet.runner.__main__ import sync_self
+from fleet.runner.__main__ import sync_runner_clone
 
 
 def _sh(cmd: str, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -166,8 +166,8 @@ def test_the_runner_step_1_gets_the_same_rule(origin: Path, tmp_path: Path) -> N
     clone = tmp_path / "runner-clone"
     _clone_with(origin, clone, tmp_path / "upload-pack")
     (tmp_path / "upload-pack.count").write_text("0")
-    ok, detail = sync_self(str(clone), str(origin), "r1")
-    assert ok, detail
+    out = sync_runner_clone(str(clone), str(origin), "r1")
+    assert out.synced, out.detail
 
 
 def test_main_rewound_during_the_sync_is_stale(origin: Path, tmp_path: Path) -> None:
