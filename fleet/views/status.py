@@ -21,7 +21,7 @@ with its :class:`UnitRow`, :class:`SwitchRows`), and the text (:func:`render`) a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -197,6 +197,19 @@ def _holds(switches: Switches | None) -> tuple[SwitchName | None, str]:
     return None, ""
 
 
+def field_json(row: Any) -> dict[str, Any]:
+    """A row's JSON: its fields in their declared order (the keys operators and tests read), a
+    tuple as a list, a nested row as its own JSON."""
+
+    def value(v: Any) -> Any:
+        if isinstance(v, tuple):
+            return [value(x) for x in v]
+        to_json = getattr(v, "to_json", None)
+        return to_json() if callable(to_json) else v
+
+    return {f.name: value(getattr(row, f.name)) for f in fields(row)}
+
+
 @dataclass(frozen=True)
 class ItemRow:
     """One open issue as fleet-status shows it: its state word, the predicate holding it (None for
@@ -218,15 +231,7 @@ class ItemRow:
         return [head] + [f"  {'':<6} {'':<12} {'':<4} NOT OBEYED — {i}" for i in self.ignored]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "issue": self.issue,
-            "state": self.state,
-            "predicate": self.predicate,
-            "reason": self.reason,
-            "held_by": self.held_by,
-            "title": self.title,
-            "ignored": list(self.ignored),
-        }
+        return field_json(self)
 
 
 def item_rows(snap: Snapshot, plan: Plan, switches: Switches | None = None) -> tuple[ItemRow, ...]:
@@ -308,15 +313,7 @@ class UnitRow:
         return f"{unit_name(self.issue)}{at} {self.state}{since}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "issue": self.issue,
-            "master": self.master,
-            "state": self.state,
-            "live": self.live,
-            "start_us": self.start_us,
-            "since": self.since,
-            "age": self.age,
-        }
+        return field_json(self)
 
 
 @dataclass(frozen=True)
@@ -335,13 +332,7 @@ class WorkerRow:
         return f"  {self.name:<12} lane={self.lane:<10} {self.state}{extra}; {units}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "lane": self.lane,
-            "state": self.state,
-            "reason": self.reason,
-            "units": [u.to_json() for u in self.units],
-        }
+        return field_json(self)
 
 
 def _unit_row(u: Unit, now: datetime) -> UnitRow:
@@ -413,7 +404,7 @@ class HaltFileRow:
     lines: tuple[str, ...]  # one halt line per halt the file holds
 
     def to_json(self) -> dict[str, Any]:
-        return {"on": self.on, "lines": list(self.lines)}
+        return field_json(self)
 
 
 @dataclass(frozen=True)
@@ -424,12 +415,7 @@ class HaltIssueRow:
     ignored: tuple[str, ...]  # the halt issues not obeyed (issue 16)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "on": self.on,
-            "title": self.title,
-            "lines": list(self.lines),
-            "ignored": list(self.ignored),
-        }
+        return field_json(self)
 
 
 @dataclass(frozen=True)
@@ -456,12 +442,7 @@ class SwitchRows:
         return lines
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "halt_file": self.halt_file.to_json(),
-            "halt_issue": self.halt_issue.to_json(),
-            "pause": self.pause.to_json(),
-            "drain": self.drain.to_json(),
-        }
+        return field_json(self)
 
 
 def switch_rows(snap: Snapshot, plan: Plan, switches: Switches | None) -> SwitchRows:
