@@ -20,7 +20,6 @@ a sleep:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shlex
 import shutil
@@ -39,6 +38,7 @@ from fleet.core.markers import Kind, history
 from fleet.core.sync import clone_lock_path
 from fleet.dispatch import dispatch
 from fleet.inventory import WorkerConfig
+from fleet.lock.flock import exclusive
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.brief import brief_version
 from fleet.transport import LocalTransport
@@ -95,18 +95,6 @@ class RunnerRemote:
         return git("rev-parse", "HEAD", cwd=self.seed)
 
 
-@contextlib.contextmanager
-def holding(lock: Path) -> Iterator[None]:
-    """Hold the flock that fleet.core.sync's script takes before it touches a clone."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 # -- check 11 / step 3: the last-moment disposal re-check ----------------------------------------
 
 
@@ -123,7 +111,8 @@ def test_an_issue_disposed_of_after_dispatch_stops_its_runner_silently(
         n = f.board.create_issue("Add a greeting", "body")
         # The runner cannot pass step 1 while the test holds its clone's lock: whatever the unit's
         # timing, the issue is disposed of after dispatch's pre-flight and before step 3.
-        with holding(Path(clone_lock_path(str(clone)))):
+        # The same flock fleet.core.sync's script takes before it touches a clone.
+        with exclusive(Path(clone_lock_path(str(clone)))):
             r = dispatch(f.ctx, n, worker="w1")
             assert r.launched, r.line()
             if disposal == "closed":
