@@ -3,14 +3,13 @@
 Markers count only from the board's ``identity`` (fleet.core.markers): an agent holding that identity's
 token can post a success, a release or a cancel the fleet would obey. The agent gets its own token
 (``agent_token_file`` on the worker, passed as ``agent_token_env``); the runner withholds the
-fleet's token from it, and ``invoke doctor`` fails when the two are one. Pure: callers read files
-and ask GitHub for logins.
+fleet's token from it, and ``invoke doctor`` fails when the two are one. Pure: callers read the
+token files (``fleet.runner.agent_env.read_token``) and ask GitHub for logins.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -46,13 +45,3 @@ def agent_credential_verdict(
             "would count as the fleet's markers",
         )
     return CredentialVerdict(True, "ok", "the agent holds its own credential")
-
-
-def read_token(path: str | None) -> str | None:
-    """A token file's content, or None when unset, missing or unreadable."""
-    if not path:
-        return None
-    try:
-        return Path(path).expanduser().read_text(encoding="utf-8").strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from fleet.inventory import BoardConfig
+if TYPE_CHECKING:  # a type only: the pure core does not load the inventory module
+    from fleet.inventory import BoardConfig
 
 
 @dataclass(frozen=True)

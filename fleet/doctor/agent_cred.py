@@ -9,10 +9,11 @@ import os
 from collections.abc import Iterator
 
 from fleet.context import FleetContext
-from fleet.core.agent_credential import agent_credential_verdict, read_token
+from fleet.core.agent_credential import agent_credential_verdict
 from fleet.core.model import TransportKind
 from fleet.doctor.checks import Options, register
 from fleet.doctor.model import Finding, failed, passed
+from fleet.runner.agent_env import read_token
 
 FIX = (
     "give the agent its own token: a file on the worker named by the worker's agent_token_file, "

@@ -17,6 +17,7 @@ Pure: the caller reads files and passes values.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from pathlib import Path
 
 # What the runner's own environment may hold that leads to the board, never the agent's business.
 WITHHELD = ("FLEET_INVENTORY", "FLEET_BOARD_PATH", "FLEET_ORIGIN")
@@ -41,3 +42,13 @@ def agent_env(
         if value and value not in secrets:
             env[name] = value
     return env
+
+
+def read_token(path: str | None) -> str | None:
+    """A token file's content, or None when unset, missing or unreadable."""
+    if not path:
+        return None
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -30,7 +30,6 @@ from types import FrameType
 
 from fleet.board.base import Board, BoardError
 from fleet.board.local import LocalBoard
-from fleet.core.agent_credential import read_token
 from fleet.core.authority import sort_mentions
 from fleet.core.exits import RunExit
 from fleet.core.markers import Kind, history, render
@@ -38,7 +37,7 @@ from fleet.core.model import Comment, Issue, Mention, PullRequest, iso, unit_nam
 from fleet.inventory import Inventory, WorkerConfig
 from fleet.private import private_dir
 from fleet.runner import turns
-from fleet.runner.agent_env import agent_env
+from fleet.runner.agent_env import agent_env, read_token
 from fleet.runner.brief import brief_version, clear_results, read_results, render_brief
 from fleet.runner.capacity import capacity_path, to_capacity
 from fleet.runner.closeout import CloseOut, decide_close_out
