@@ -320,7 +320,9 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
             report = TickReport(TickOutcome.HALTED, plan, exit=Exit.OK)
         elif not apply:
             report = TickReport(TickOutcome.DRY_RUN, plan)
-        elif sweeper.results:
+        elif sweeper.results or drained.dispatched:
+            # A dispatch that raised answered nothing, yet its items went out and were landed as
+            # cannot-classify: that tick dispatched (and a human is told), it was not idle (D14).
             report = TickReport(
                 TickOutcome.DISPATCHED,
                 plan,

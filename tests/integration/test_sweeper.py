@@ -16,6 +16,7 @@ from fleet.core.exits import Exit
 from fleet.core.markers import Kind
 from fleet.core.model import CIState
 from fleet.dispatch import dispatch
+from fleet.roles import sweeper as sweeper_module
 from fleet.roles.sweeper import DRY_RUN_HEARTBEAT, HEARTBEAT, tick
 from fleet.trace import read_trace
 from tests.integration.fleet_fixture import Fleet, all_comments, has_marker, wait_for
@@ -199,6 +200,23 @@ def test_a_crashed_sweep_names_itself_in_the_heartbeat(fleet: Fleet) -> None:
     beat = _heartbeat(fleet)
     assert (beat["outcome"], beat["exit"]) == ("crashed", Exit.SWEEP_CRASHED)
     assert "parser bug" in str(beat["error"])
+
+
+def test_a_dispatch_path_that_raises_is_not_an_idle_tick(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to do and a dispatch that broke must not look alike (D14): the planned item is
+    landed as cannot-classify and the heartbeat says the tick dispatched, not that it was idle."""
+    n = fleet.board.create_issue("Add a greeting", "body")
+
+    def broken(*_a: object, **_k: object) -> list[object]:
+        raise RuntimeError("dispatch path bug")
+
+    monkeypatch.setattr(sweeper_module, "dispatch_batch", broken)
+    report = tick(fleet.ctx, apply=True)
+    assert report.outcome == "dispatched" and report.unclassified == [n], report
+    assert report.counts()["unclassified"] == 1
+    assert _heartbeat(fleet)["outcome"] == "dispatched"
 
 
 def test_red_ci_does_not_stop_the_scheduler(fleet: Fleet) -> None:
