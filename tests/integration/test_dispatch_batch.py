@@ -8,14 +8,19 @@ answer ``dispatch()`` would give it, with the same check and code (D15, D20).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from fleet.board import open_board
+from fleet.context import FleetContext
 from fleet.core.exits import Exit
 from fleet.core.markers import Kind
 from fleet.dispatch import Request, dispatch, dispatch_batch
+from fleet.inventory import Inventory
 from fleet.roles.sweeper import tick
 from tests.integration.fleet_fixture import Fleet, has_marker, make_fleet, wait_for
 
@@ -131,3 +136,35 @@ def test_a_tick_hands_its_whole_plan_to_the_one_path_as_one_batch(fleet: Fleet) 
     assert len({r.timings["lock_held_s"] for r in report.results}) == 1
     for n in numbers:
         wait_for(fleet.board, n, _done)
+
+
+def test_two_ticks_at_once_launch_each_planned_issue_exactly_once(fleet: Fleet) -> None:
+    """Two sweepers tick over the same plan at the same moment, on two boxes: their engine claims
+    live in their own state directories, so only what they share decides — the one path's
+    fleet-wide lock, its re-read of the last word, and the unit name. Every issue is launched
+    once and runs once; the other tick's answer for it is a loser's refusal, never a start."""
+    numbers = [fleet.board.create_issue(f"Add greeting {i}", "body") for i in range(4)]
+    start = threading.Barrier(2)
+    reports: list[object] = []
+
+    other_box = replace(fleet.inventory, state_dir=str(fleet.root / "state-of-another-box"))
+
+    def one_tick(inv: Inventory) -> None:
+        with FleetContext(inv, open_board(inv)) as ctx:
+            start.wait(WAIT_S)
+            reports.append(tick(ctx, apply=True))
+
+    threads = [threading.Thread(target=one_tick, args=(i,)) for i in (fleet.inventory, other_box)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT_S * 4)
+    assert len(reports) == 2
+    launched = [r.issue for rep in reports for r in rep.results if r.launched]  # type: ignore[attr-defined]
+    assert sorted(launched) == numbers, [r.line() for rep in reports for r in rep.results]  # type: ignore[attr-defined]
+    losers = {r.code for rep in reports for r in rep.results if not r.launched}  # type: ignore[attr-defined]
+    assert losers <= {Exit.HELD_LIVE, Exit.HELD_OTHER_WORKER, Exit.LATCHED, Exit.LATCHED_UNDER_LOCK}
+    assert sum(len(rep.results) for rep in reports) == 2 * len(numbers)  # type: ignore[attr-defined]
+    for n in numbers:
+        done = wait_for(fleet.board, n, _done)
+        assert sum("fleet:start" in c.body for c in done.comments) == 1, done.comments
