@@ -313,7 +313,7 @@ def _words(issue: Issue, identity: str | None, trust: Trust) -> tuple[list[Word]
             else:
                 what = marker.kind.value if marker.kind in HUMAN_KINDS else "marker"
                 ignored.append(Ignored(what, c.author, c.created_at, why, c.id))
-        elif _RELEASE.search(c.body) is not None:  # a release, in a comment that is no marker
+        elif is_release(c):  # the parse above is memoized: no second parse
             why = steers(c.author, c.association)
             if why is None:
                 entries.append((c.created_at, 0, Word(WordKind.RELEASE, c.created_at)))
