@@ -4,6 +4,7 @@ and paramiko, so a command that touches no SSH worker never loads them."""
 from __future__ import annotations
 
 import os
+import select
 import socket
 import threading
 import time
@@ -21,10 +22,49 @@ from fleet.transport.base import (
     RunResult,
     Stream,
     TransportError,
-    killed_by_timer,
 )
-from fleet.transport.local import result_of
 from fleet.transport.shell import env_exports, path_repair
+
+
+def _exec(chan: paramiko.Channel, command: str, timeout: float | None) -> RunResult:
+    """Run ``command`` on a fresh session channel and read both streams to their end.
+
+    A bare channel, not ``fabric.Connection.run``: invoke's runner waits in 10 ms sleeps and reader
+    threads, ~10 ms per command on an open connection against ~3 ms for this (docs/performance.md),
+    and a claim under the fleet lock pays it on every round trip. The streams are read as they
+    arrive (``select`` on the channel), so a command that fills one cannot block on the other.
+    Raises ``TimeoutError(message, partial RunResult)`` past ``timeout``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+
+    def partial() -> RunResult:
+        return RunResult(-1, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+
+    def left() -> float | None:
+        if deadline is None:
+            return None
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"no end within {timeout}s", partial())
+        return remaining
+
+    def drain() -> None:
+        while chan.recv_ready():
+            out.extend(chan.recv(65536))
+        while chan.recv_stderr_ready():
+            err.extend(chan.recv_stderr(65536))
+
+    chan.exec_command(command)
+    while not (chan.eof_received or chan.closed):
+        drain()
+        select.select([chan], [], [], left())
+    drain()  # what arrived before the EOF
+    # The exit status follows the EOF on the wire; a channel closed without one sets the same
+    # event, its status left at -1.
+    if not chan.status_event.wait(left()):
+        raise TimeoutError(f"no exit status within {timeout}s", partial())
+    code = chan.recv_exit_status()
+    return RunResult(code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
 class _ChannelStream(LineStream):
@@ -178,22 +218,25 @@ class SSHTransport:
         # env travels inline (export ...;): sshd drops channel env requests unless AcceptEnv.
         full = NO_STDIN + env_exports(env) + self._repair + command
         conn = self._open()
-        started = time.monotonic()
         try:
-            res = conn.run(full, hide=True, warn=True, in_stream=False, timeout=timeout)
-        except invoke.exceptions.CommandTimedOut as err:
+            assert conn.transport is not None
+            chan = conn.transport.open_session(timeout=self.connect_timeout)
+        except _SSH_ERRORS as err:
+            self.close()
+            raise TransportError(f"{self.where}: ssh run failed: {err}") from err
+        try:
+            result = _exec(chan, full, timeout)
+        except TimeoutError as err:
             self.close()  # the channel may still be busy; start clean next time
+            partial = err.args[1] if len(err.args) > 1 else None
             raise CommandTimeout(
-                f"{self.where}: command timed out after {timeout}s", result_of(err.result)
+                f"{self.where}: command timed out after {timeout}s", partial
             ) from err
         except _SSH_ERRORS as err:
             self.close()
             raise TransportError(f"{self.where}: ssh run failed: {err}") from err
-        assert res is not None  # warn=True: fabric returns a Result for every exit status
-        result = result_of(res)
-        if killed_by_timer(result, timeout, started):
-            self.close()
-            raise CommandTimeout(f"{self.where}: command timed out after {timeout}s", result)
+        finally:
+            chan.close()
         if result.exit < 0:
             # paramiko's -1: the channel closed with no exit status. No remote exit, no RunResult.
             self.close()
