@@ -8,7 +8,6 @@
 
 from fleet.dispatch.checks import SYNC_TIMEOUT_S
 from fleet.dispatch.claim import (
-    CLAIMS_PER_WORKER,
     fleet_lock,
     inventory_arg,
     runner_argv,
@@ -17,7 +16,6 @@ from fleet.dispatch.path import Request, dispatch, dispatch_batch
 from fleet.dispatch.result import DispatchResult, Outcome, Refusal, new_run_id
 
 __all__ = [
-    "CLAIMS_PER_WORKER",
     "SYNC_TIMEOUT_S",
     "DispatchResult",
     "Outcome",

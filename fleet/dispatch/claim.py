@@ -24,15 +24,10 @@ from fleet.lock import FleetLock, LockTimeout, RemoteFleetLock
 from fleet.observe import probe_fleet
 from fleet.runner.prestart import BASELINE_ENV, STATE_DIR_ENV
 from fleet.transport import TransportError
+from fleet.units.base import Claim, UnitStart
 
 from .checks import canary_still_open, claimed, live_on, no_live_run, relatched
 from .result import Refusal
-
-# Claims in flight at once on one worker's connection, under the lock. Each is one round trip that
-# mostly waits on the worker (systemd-run -p Type=exec returns after the exec), so the hold shrinks
-# with this; sshd refuses an eleventh session on one connection (MaxSessions 10), and the probes of
-# a concurrent command may share the connection too, so 4 leaves room.
-CLAIMS_PER_WORKER = 4
 
 
 @dataclass(frozen=True)
@@ -111,10 +106,10 @@ def hold(ctx: FleetContext, ready: Sequence[Ready], baseline: str) -> Held | Ref
         with fleet_lock(ctx) as lock:
             t_probe = time.monotonic()
             views = probe_fleet(ctx, units_only=True)  # 8 and 4 ran before the lock
-            lanes = _lanes(_still_free(ctx, ready, views, answers))
+            lanes = _by_worker(_still_free(ctx, ready, views, answers))
             if lanes:
                 with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-                    started = pool.map(lambda lane: [_start(ctx, r, baseline) for r in lane], lanes)
+                    started = pool.map(lambda lane: _start(ctx, lane, baseline), lanes)
                     for r, answer, when in (one for lane in started for one in lane):
                         answers[r.at] = answer
                         if when is not None:
@@ -151,34 +146,46 @@ def _still_free(
     return [r for r in going if r.at not in answers]
 
 
-def _lanes(going: Sequence[Ready]) -> list[list[Ready]]:
-    """The claims as lanes: at most ``CLAIMS_PER_WORKER`` in flight on each worker's connection."""
+def _by_worker(going: Sequence[Ready]) -> list[list[Ready]]:
+    """The claims grouped by worker: each worker's go to its supervisor in one call, the workers
+    side by side."""
     by_worker: dict[str, list[Ready]] = {}
     for r in going:
         by_worker.setdefault(r.w.name, []).append(r)
-    return [
-        rs[i::CLAIMS_PER_WORKER]
-        for rs in by_worker.values()
-        for i in range(min(len(rs), CLAIMS_PER_WORKER))
-    ]
+    return list(by_worker.values())
 
 
 def _start(
-    ctx: FleetContext, r: Ready, baseline: str
-) -> tuple[Ready, Unit | Refusal | None, float | None]:
-    """Check 10: claim the name ``task-N`` by starting the unit; when it answered LAUNCHED."""
-    n = r.issue.number
-    try:
-        claim = ctx.supervisor(r.w).start(
-            n, runner_argv(ctx, r.w, n, r.run_id), env=unit_env(ctx, r, baseline),
-            max_run_s=r.w.max_run_s,
-        )  # fmt: skip
-    except TransportError as exc:
-        ctx.forget(r.w.name)
-        # The start may have reached the worker before the connection broke: the unit may be live.
-        # Not "the supervisor refused" (43): say we cannot tell, and let the next probe see (D20).
-        why = (
-            f"worker {r.w.name}: the claim got no answer ({exc}); {unit_name(n)} may be live there"
+    ctx: FleetContext, lane: Sequence[Ready], baseline: str
+) -> list[tuple[Ready, Unit | Refusal | None, float | None]]:
+    """Check 10 for one worker's claims: claim each name ``task-N`` by starting its unit, in one
+    round trip where the supervisor can (``start_many``); each claim answers for itself, and when
+    it answered."""
+    w = lane[0].w
+    starts = [
+        UnitStart(
+            r.issue.number, tuple(runner_argv(ctx, w, r.issue.number, r.run_id)),
+            unit_env(ctx, r, baseline), w.max_run_s,
         )
-        return r, Refusal(10, Exit.CLAIM_UNCONFIRMED, why, r.w.name), None
-    return r, claimed(claim, r.w), time.monotonic()
+        for r in lane
+    ]  # fmt: skip
+    lost = "the supervisor's answer was lost"
+    try:
+        claims: list[Claim | None] = ctx.supervisor(w).start_many(starts)
+    except TransportError as exc:
+        claims, lost = [None] * len(lane), str(exc)
+    answered = time.monotonic()
+    if None in claims:
+        ctx.forget(w.name)
+    out: list[tuple[Ready, Unit | Refusal | None, float | None]] = []
+    for r, claim in zip(lane, claims, strict=True):
+        if claim is None:
+            # The start may have reached the worker before the answer was lost: the unit may be
+            # live. Not "the supervisor refused" (43): say we cannot tell, and let the next probe
+            # see (D20).
+            n = r.issue.number
+            why = f"worker {w.name}: the claim got no answer ({lost}); {unit_name(n)} may be live there"
+            out.append((r, Refusal(10, Exit.CLAIM_UNCONFIRMED, why, w.name), None))
+        else:
+            out.append((r, claimed(claim, w), answered))
+    return out

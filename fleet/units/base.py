@@ -54,6 +54,17 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class UnitStart:
+    """One claim of ``task-<issue>`` as a value, so several can travel in one round trip."""
+
+    issue: int
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    max_run_s: int
+    cwd: str | None = None
+
+
+@dataclass(frozen=True)
 class StopResult:
     """What a stop did: whether a unit held the name, and whether the name is free now."""
 
@@ -73,8 +84,9 @@ class UnitsParseError(ValueError):
 
 @runtime_checkable
 class Supervisor(Protocol):
-    """Named units on one worker under one master. Every method is one transport round trip,
-    except ``stop``, which is one round trip that waits on the worker until the name is free."""
+    """Named units on one worker under one master. Every method is one transport round trip
+    (``start_many`` one per master where the backend can batch), except ``stop``, which is one
+    round trip that waits on the worker until the name is free."""
 
     kind: SupervisorKind  # SYSTEMD or PORTABLE: AUTO is resolved before a supervisor exists
     worker: str
@@ -94,6 +106,13 @@ class Supervisor(Protocol):
         cwd: str | None = None,
     ) -> Claim:
         """The atomic claim of ``task-<issue>`` and the launch, in one round trip (check 10)."""
+        ...
+
+    def start_many(self, starts: Sequence[UnitStart]) -> list[Claim | None]:
+        """Several claims on this master, each answered for itself with its own code (check 10);
+        ``None`` where the answer was lost after the claim may have reached the worker (the unit
+        may be live: the dispatcher's 49, never a guess). Raises TransportError when the round
+        trip failed: every claim of it is then unconfirmed."""
         ...
 
     def stop(self, issue: int, *, timeout_s: float = 20.0) -> StopResult:
@@ -121,3 +140,30 @@ def check_start_args(argv: Sequence[str], env: Mapping[str, str], max_run_s: int
             raise ValueError(f"env value of {key} contains a NUL byte")
     if isinstance(max_run_s, bool) or not isinstance(max_run_s, int) or max_run_s <= 0:
         raise ValueError(f"max_run_s must be a positive int (seconds), got {max_run_s!r}")
+
+
+# Claims in flight at once on one worker for a backend that starts one unit per round trip (the
+# portable supervisor): each mostly waits on the worker (its supervisor's handshake), and sshd
+# refuses an eleventh session on one connection (MaxSessions 10) that a concurrent command's
+# probes may share, so 4 leaves room.
+STARTS_IN_FLIGHT = 4
+
+
+def start_each(sup: Supervisor, starts: Sequence[UnitStart]) -> list[Claim | None]:
+    """``start_many`` for a backend whose claims cannot share a round trip: each start on its
+    own, ``STARTS_IN_FLIGHT`` at a time, in order; a start whose round trip failed is ``None``
+    (it may have reached the worker)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fleet.transport.base import TransportError
+
+    def one(s: UnitStart) -> Claim | None:
+        try:
+            return sup.start(s.issue, s.argv, env=s.env, max_run_s=s.max_run_s, cwd=s.cwd)
+        except TransportError:
+            return None
+
+    if len(starts) <= 1:
+        return [one(s) for s in starts]
+    with ThreadPoolExecutor(max_workers=min(len(starts), STARTS_IN_FLIGHT)) as pool:
+        return list(pool.map(one, starts))

@@ -20,7 +20,9 @@ from fleet.units.base import (
     ClaimCode,
     StopResult,
     SupervisorError,
+    UnitStart,
     check_start_args,
+    start_each,
 )
 from fleet.units.record import UnitRecord
 
@@ -267,6 +269,9 @@ class PortableSupervisor:
             )
             result = self.transport.run(command, timeout=START_TIMEOUT_S)
         return parse_start(result, issue=issue, worker=self.worker, master=self.master)
+
+    def start_many(self, starts: Sequence[UnitStart]) -> list[Claim | None]:
+        return start_each(self, starts)
 
     def stop(self, issue: int, *, timeout_s: float = 20.0) -> StopResult:
         command = build_stop_command(

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from fleet.core.model import SupervisorKind, Unit, check_issue, issue_of, unit_name
+from fleet.transport.base import CommandTimeout, TransportError
 from fleet.units.base import (
     FINISHED_STATES,
     LIVE_STATES,
@@ -31,6 +32,7 @@ from fleet.units.base import (
     StopResult,
     SupervisorError,
     UnitsParseError,
+    UnitStart,
     check_start_args,
 )
 
@@ -55,8 +57,10 @@ _SAFE_PYTHON = re.compile(r"^[A-Za-z0-9_./+-]+$")
 _DIGITS = re.compile(r"^[0-9]+$")
 
 # Round-trip bounds. start: Type=exec returns once the exec happened; 60 s means the user
-# manager is wedged, not busy. probe: one list-units and one show.
+# manager is wedged, not busy; each further claim of a batch adds START_EACH_S (a claim measured
+# ~26 ms on the harness; 5 s is a wedged manager). probe: one show of the task-* pattern.
 START_TIMEOUT_S = 60.0
+START_EACH_S = 5.0
 PROBE_TIMEOUT_S = 30.0
 # stop: after the caller's grace, SIGKILL gets this long to empty the cgroup before we report.
 KILL_WAIT_S = 5
@@ -79,6 +83,43 @@ def on_failure_unit(notifier: str, name: str) -> str:
     return notifier
 
 
+def _systemd_run_args(s: UnitStart, notifier: str | None) -> list[str]:
+    """systemd-run's arguments for one claim (the D3 invocation), validated."""
+    check_issue(s.issue)
+    check_start_args(s.argv, s.env, s.max_run_s)
+    name = unit_name(s.issue)
+    run = ["--user", "--quiet", f"--unit={name}", "--collect", "-p", "Type=exec"]
+    run += ["-p", f"RuntimeMaxSec={s.max_run_s}"]
+    if notifier:
+        run += ["-p", f"OnFailure={on_failure_unit(notifier, name)}"]
+    run += [f"--setenv={key}={value}" for key, value in s.env.items()]
+    if s.cwd:
+        run.append(f"--working-directory={s.cwd}")
+    return [*run, "--", *s.argv]
+
+
+# One claim, as a shell function: ``fleet_claim N ARGS...`` prints a ``begin`` mark, runs
+# ``systemd-run ARGS`` (its words, stderr included, are that section's body), prints the ``start`` mark with its exit code and, only on a refusal, the
+# unit's state (a launch needs no second systemctl: ``Type=exec`` exit 0 is the exec done, and the
+# probe reads the start time). A refused start whose unit then shows ``not-found`` is tried once
+# more: systemd refuses a name in the instant it collects the unit that held it ("already
+# loaded"), and by the show the name is free; read as it stood, that is a supervisor failure (43)
+# for a free name. A second refusal stays one. Under the fleet lock, so the retry races no other
+# dispatcher. N is an issue number (check_issue), so it needs no quoting.
+_CLAIM_FUNCTION = (
+    "fleet_claim() { n=$1; shift; "
+    f'echo "{MARK} begin_$n rc=0"; systemd-run "$@" 2>&1; rc=$?; '
+    'if [ "$rc" -ne 0 ] && [ "$(systemctl --user show -p LoadState --value "task-$n.service" '
+    '2>/dev/null)" = not-found ]; then systemd-run "$@" 2>&1; rc=$?; fi; '
+    f'echo; echo "{MARK} start_$n rc=$rc"; '
+    f'if [ "$rc" -ne 0 ]; then {show_command(chr(34) + "task-$n.service" + chr(34))}; fi; }}'
+)
+# A remote command is one argument of ``sh -c``: Linux refuses a single argument over 128 KiB
+# (MAX_ARG_STRLEN). A batch of claims is cut into commands of at most this many bytes; a claim
+# is ~0.5 KiB with the runner's argv and environment, so ~100 claims a command.
+MAX_COMMAND_BYTES = 64 * 1024
+
+
 def build_start_command(
     *,
     issue: int,
@@ -88,32 +129,40 @@ def build_start_command(
     cwd: str | None = None,
     notifier: str | None = None,
 ) -> str:
-    """systemd-run, then (whatever it exits with) a mark with its exit code and the unit's state."""
-    check_start_args(argv, env, max_run_s)
-    name = unit_name(issue)
-    run = ["systemd-run", "--user", f"--unit={name}", "--collect", "-p", "Type=exec"]
-    run += ["-p", f"RuntimeMaxSec={max_run_s}"]
-    if notifier:
-        run += ["-p", f"OnFailure={on_failure_unit(notifier, name)}"]
-    run += [f"--setenv={key}={value}" for key, value in env.items()]
-    if cwd:
-        run.append(f"--working-directory={cwd}")
-    run += ["--", *argv]
-    return (
-        f'{shlex.join(run)}; rc=$?; echo; echo "{MARK} start rc=$rc"; '
-        f"{show_command(shlex.quote(name + '.service'))}"
-    )
+    """One claim's command."""
+    start = UnitStart(issue, tuple(argv), env, max_run_s, cwd)
+    ((command, _),) = build_starts_commands([start], notifier)
+    return command
+
+
+def build_starts_commands(
+    starts: Sequence[UnitStart], notifier: str | None = None
+) -> list[tuple[str, Sequence[UnitStart]]]:
+    """Several claims of one master as few remote commands as fit :data:`MAX_COMMAND_BYTES`, each
+    with the claims it carries, run one after another with their own marks: one SSH session and
+    one shell for many claims."""
+    out: list[tuple[str, Sequence[UnitStart]]] = []
+    lines: list[str] = [_CLAIM_FUNCTION]
+    size, first = len(_CLAIM_FUNCTION), 0
+    for i, s in enumerate(starts):
+        line = shlex.join(["fleet_claim", str(s.issue), *_systemd_run_args(s, notifier)])
+        if i > first and size + 1 + len(line) > MAX_COMMAND_BYTES:
+            out.append(("\n".join(lines), starts[first:i]))
+            lines, size, first = [_CLAIM_FUNCTION], len(_CLAIM_FUNCTION), i
+        lines.append(line)
+        size += 1 + len(line)
+    if len(lines) > 1:
+        out.append(("\n".join(lines), starts[first:]))
+    return out
 
 
 def build_probe_command() -> str:
-    """List every task-* service (live or lingering), then show them all, in one round trip."""
+    """Every ``task-*`` service this master's manager has loaded (live or lingering), with its
+    state, from ONE ``systemctl show`` of the pattern: a listing and then a show of the names is
+    two processes and two passes of the manager for the same set."""
     return (
-        "out=$(systemctl --user list-units 'task-*' --all --plain --no-legend --full 2>&1); "
-        f'rc=$?; echo "{MARK} list rc=$rc"; printf \'%s\\n\' "$out"; '
-        '[ "$rc" -eq 0 ] || exit 0; '
-        "names=$(printf '%s\\n' \"$out\" | grep -oE 'task-[0-9]+\\.service' | sort -u); "
-        f'[ -n "$names" ] || exit 0; echo "{MARK} show rc=0"; {show_command("$names")}; '
-        f'echo "{MARK} end rc=$?"'
+        f"out=$({show_command(shlex.quote('task-*.service'))} 2>&1); rc=$?; "
+        f'echo "{MARK} show rc=$rc"; printf \'%s\\n\' "$out"'
     )
 
 
@@ -223,49 +272,71 @@ def unit_from_props(props: Mapping[str, str], *, worker: str, master: str) -> Un
     )
 
 
-def parse_start(result: RunResult, *, issue: int, worker: str, master: str) -> Claim:
-    sections = split_sections(result.stdout)
-    if "start" not in sections:
-        return Claim(
-            ClaimCode.SUPERVISOR_FAILED,
-            None,
-            f"no answer from systemd-run (exit {result.exit}): {result.stderr.strip()[-500:]}",
-        )
-    rc, body = sections["start"]
-    blocks = parse_show(body)
-    props = blocks[0] if blocks else {}
+def _answer(
+    sections: Mapping[str, tuple[int, str]], s: UnitStart, *, worker: str, master: str
+) -> Claim:
+    """One claim's answer from its ``start`` section (present: the caller checked)."""
+    rc, body = sections[f"start_{s.issue}"]
+    props = (parse_show(body) or [{}])[0]
     code = classify_start(rc, props)
+    if code is ClaimCode.LAUNCHED:
+        live = Unit(issue=s.issue, worker=worker, master=master, state="active", start_us=0)
+        return Claim(code, live, f"{unit_name(s.issue)} started (systemd-run exit 0)")
     unit = unit_from_props(props, worker=worker, master=master)
-    if code is ClaimCode.SUPERVISOR_FAILED:
-        state = f"{props.get('LoadState', '?')}/{props.get('ActiveState', '?')}"
-        return Claim(
-            code, None, f"systemd-run exit {rc}, unit {state}: {result.stderr.strip()[-500:]}"
-        )
-    if unit is None or unit.issue != issue:
-        # Launched and already collected (a fast run), or a show we could not read.
-        unit = Unit(issue=issue, worker=worker, master=master, state="inactive", start_us=0)
-    detail = f"{unit_name(issue)} {props.get('ActiveState', 'gone')} (systemd-run exit {rc})"
-    return Claim(code, unit, detail)
+    state = f"{props.get('LoadState', '?')}/{props.get('ActiveState', '?')}"
+    if code is ClaimCode.SUPERVISOR_FAILED or unit is None or unit.issue != s.issue:
+        said = sections.get(f"begin_{s.issue}", (0, ""))[1].strip()[-500:]
+        why = f"systemd-run exit {rc}, unit {state}: {said}"
+        return Claim(ClaimCode.SUPERVISOR_FAILED, None, why)
+    return Claim(code, unit, f"{unit_name(s.issue)} {state} (systemd-run exit {rc})")
+
+
+def parse_starts(
+    result: RunResult, starts: Sequence[UnitStart], *, worker: str, master: str, whole: bool = True
+) -> list[Claim | None]:
+    """Each claim's answer, read from its own marks (D20):
+
+    * a ``start`` mark: classified by systemd-run's exit code and the unit's state, never stderr;
+    * a ``begin`` mark and no ``start`` mark: systemd-run may have run: ``None``, the unit may be
+      live and only the next probe can say;
+    * no ``begin`` mark: the claim was never tried (the command died before it): a supervisor
+      failure, the name untouched; unless the output is not ``whole`` (a command cut short by a
+      timeout may still be running on the worker): then ``None`` too."""
+    sections = split_sections(result.stdout)
+    tail = result.stderr.strip()[-500:]
+    out: list[Claim | None] = []
+    for s in starts:
+        if f"start_{s.issue}" in sections:
+            out.append(_answer(sections, s, worker=worker, master=master))
+        elif f"begin_{s.issue}" in sections or not whole:
+            out.append(None)
+        else:
+            why = f"no answer from systemd-run (exit {result.exit}): {tail}"
+            out.append(Claim(ClaimCode.SUPERVISOR_FAILED, None, why))
+    return out
+
+
+def parse_start(result: RunResult, *, issue: int, worker: str, master: str) -> Claim:
+    """One claim's answer; an answer lost after systemd-run began reads as a supervisor failure
+    here (:meth:`SystemdSupervisor.start` raises instead, so a dispatcher reads it unconfirmed)."""
+    stub = UnitStart(issue, ("-",), {"PATH": "-"}, 1)
+    claim = parse_starts(result, [stub], worker=worker, master=master)[0]
+    if claim is None:
+        why = f"systemd-run began and gave no answer (exit {result.exit})"
+        return Claim(ClaimCode.SUPERVISOR_FAILED, None, why)
+    return claim
 
 
 def parse_probe(result: RunResult, *, worker: str, master: str) -> tuple[Unit, ...]:
     sections = split_sections(result.stdout)
-    if "list" not in sections:
+    if "show" not in sections:
         raise SupervisorError(
             f"systemd probe on {worker}: no answer: {result.stderr.strip()[-500:]}"
         )
-    rc, body = sections["list"]
+    rc, body = sections["show"]
     if rc != 0:
-        raise SupervisorError(
-            f"systemd probe on {worker}: list-units exit {rc}: {body.strip()[-500:]}"
-        )
-    if "task-" not in body:
-        return ()
-    if "show" not in sections or sections.get("end", (1, ""))[0] != 0:
-        raise SupervisorError(
-            f"systemd probe on {worker}: show failed: {result.stderr.strip()[-500:]}"
-        )
-    blocks = parse_show(sections["show"][1])
+        raise SupervisorError(f"systemd probe on {worker}: show exit {rc}: {body.strip()[-500:]}")
+    blocks = parse_show(body)
     units = [u for b in blocks if (u := unit_from_props(b, worker=worker, master=master))]
     return tuple(sorted(units, key=lambda u: u.issue))
 
@@ -353,11 +424,31 @@ class SystemdSupervisor:
         max_run_s: int,
         cwd: str | None = None,
     ) -> Claim:
-        command = build_start_command(
-            issue=issue, argv=argv, env=env, max_run_s=max_run_s, cwd=cwd, notifier=self.notifier
-        )
-        result = self.transport.run(command, timeout=START_TIMEOUT_S)
-        return parse_start(result, issue=issue, worker=self.worker, master=self.master)
+        (claim,) = self.start_many([UnitStart(issue, tuple(argv), env, max_run_s, cwd)])
+        if claim is None:
+            raise TransportError(f"{self.worker}: systemd-run began and its answer was lost")
+        return claim
+
+    def start_many(self, starts: Sequence[UnitStart]) -> list[Claim | None]:
+        if not starts:
+            return []
+        answers: list[Claim | None] = []
+        for command, chunk in build_starts_commands(starts, self.notifier):
+            answers += self._claims(command, chunk)
+        return answers
+
+    def _claims(self, command: str, starts: Sequence[UnitStart]) -> list[Claim | None]:
+        """One remote command's claims; a round trip cut short answers what its output says."""
+        timeout = START_TIMEOUT_S + START_EACH_S * (len(starts) - 1)
+        try:
+            result = self.transport.run(command, timeout=timeout)
+        except CommandTimeout as exc:
+            if exc.partial is None:
+                raise
+            return parse_starts(
+                exc.partial, starts, worker=self.worker, master=self.master, whole=False
+            )
+        return parse_starts(result, starts, worker=self.worker, master=self.master)
 
     def stop(self, issue: int, *, timeout_s: float = 20.0) -> StopResult:
         command = build_stop_command(issue, timeout_s)
