@@ -29,12 +29,21 @@ from fleet.roles.announcer import tell_a_human
 from fleet.roles.engine import Failure, FileClaims, Result, Tier, drain
 from fleet.trace import Trace, to_jsonable
 
-# Items the engine hands the dispatch path at once (its pool; D13: it bounds dispatches, never
-# runs). One round's items share one batch's probes and one hold of the fleet lock. Measured on the harness, 200 launches over 5 masters on a busy 2-core box: pool 32 -> batches of
-# 32, 60 ms of worker CPU per launch; 64 -> ~51 ms; 200 -> 48 ms with the lock held 5.3 s per
-# batch. 64 holds it ~2.7 s (docs/performance.md), well inside the 30 s a waiting dispatcher
-# allows (lock.wait_s).
-SWEEP_POOL = 64
+# Items the engine hands the dispatch path at once, per worker of the inventory (the pool, D13: it
+# bounds dispatches, never runs). One round's items share one batch's probes and syncs and one hold
+# of the fleet lock, and each worker's claims of the batch travel as one remote command, the
+# workers side by side; so a hold grows with the claims per worker, not with the workers. Measured
+# on the harness, 200 launches over 5 masters sharing one 2-core box at load 8: batches of 64
+# (13 a master) -> 14.6 launches/s, 49 ms of worker CPU per launch, the lock held 1.7 s a batch;
+# one batch of 200 (40 a master) -> 21.5 launches/s, 30 ms per launch, held 5.9 s. 40 a worker
+# keeps a hold well inside the 30 s a waiting dispatcher allows (lock.wait_s) even there; on
+# workers of their own a claim is ~26 ms of wall, ~1 s for 40.
+SWEEP_CLAIMS_PER_WORKER = 40
+
+
+def sweep_pool(workers: int) -> int:
+    """The engine's pool for a fleet of ``workers`` workers."""
+    return SWEEP_CLAIMS_PER_WORKER * max(1, workers)
 
 # The three failure classes of seed 000, acted on by the engine (fleet/roles/engine.py): retry-class
 # refusals clear by themselves within seconds, so the engine dispatches them again on its ladder
@@ -302,7 +311,7 @@ def tick(ctx: FleetContext, *, apply: bool, trace: Trace | None = None) -> TickR
                 sweeper,
                 claims,
                 trace,
-                pool=SWEEP_POOL,
+                pool=sweep_pool(len(ctx.inventory.workers)),
                 key=lambda d: str(d.issue),
                 escalate=escalate,
             )
