@@ -138,28 +138,48 @@ def run_fleet(bf: BenchFleet, count: int) -> dict[str, object]:
     }
 
 
+# The floor of guard-to-launch (issue 13): on the master the dispatch went to, over the fleet's
+# own connection to it, already open — one unit-list probe and one unit start, nothing else.
+FLOOR_PROBE = "systemctl --user list-units 'task-*' --all --plain --no-legend --full"
+
+
+def floor_start(k: int) -> str:
+    return f"systemd-run --user --quiet --unit=fleet-floor-{os.getpid()}-{k} --collect -p Type=exec true"
+
+
 def run_guard(bf: BenchFleet, count: int) -> dict[str, object]:
     """Guard-to-launch of the hand path: ``dispatch()`` one issue at a time on an idle fleet, the
-    worker chosen by dispatch itself, so every figure is one probe under the lock and one claim."""
+    worker chosen by dispatch itself, so every figure is one probe under the lock and one claim;
+    after each, the floor on the same master (:data:`FLOOR_PROBE` + :func:`floor_start`)."""
     numbers = [bf.board.create_issue(f"bench guard {i}", "no-op") for i in range(count)]
     probe: list[float] = []
     held: list[float] = []
+    floor: list[float] = []
     refused: list[str] = []
     with FleetContext(bf.inventory, bf.board, stderr=sys.stderr) as ctx:
         dispatch(ctx, bf.board.create_issue("bench guard warm-up", "no-op"))  # connections
-        for n in numbers:
+        for k, n in enumerate(numbers):
             r = dispatch(ctx, n)
             if not r.launched:
                 refused.append(r.line())
                 continue
             probe.append(r.timings["probe_to_live_s"])
             held.append(r.timings["lock_held_s"])
+            w = ctx.worker(r.worker or "")
+            assert w is not None
+            t = ctx.transport(w)
+            t0 = time.monotonic()
+            listed, started = t.run(FLOOR_PROBE, timeout=30), t.run(floor_start(k), timeout=30)
+            floor.append(time.monotonic() - t0)
+            if not (listed.ok and started.ok):
+                raise RuntimeError(f"the floor's commands failed on {w.name}: {started.stderr}")
     return {
         "dispatches": count,
         "refused": len(refused),
         "refusals": refused[:5],
         "probe_to_live_s": summary(probe),
         "lock_held_s": summary(held),
+        "floor_s": summary(floor),
     }
 
 
@@ -350,6 +370,12 @@ def show(out: dict[str, object]) -> None:
                     f"  {name:>16}: median {s['median'] * 1000:6.1f} ms"
                     f"  p95 {s['p95'] * 1000:6.1f} ms  max {s['max'] * 1000:6.1f} ms"
                 )
+        s = guard["floor_s"]
+        if s:
+            print(
+                f"  {'floor':>16}: median {s['median'] * 1000:6.1f} ms  p95 {s['p95'] * 1000:6.1f}"
+                f" ms  (one unit-list probe + one unit start, same master, open connection)"
+            )
         for line in guard["refusals"]:
             print(f"  refused: {line}")
     print(f"  load average at the end: {' '.join(f'{x:.2f}' for x in out['load_avg'])}")  # type: ignore[attr-defined]
@@ -374,7 +400,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     every = all(r["fleet"]["launched"] == args.count for r in out["rounds"])  # type: ignore[attr-defined]
-    return 0 if every else 1
+    return 0 if every and all(met for _, _, met in goals(out)) else 1
+
+
+# Issue 13's goals, each a ratio measured in this run.
+GOAL_RATE = 1.0  # launch rate against GNU parallel -M running `true` on the same masters
+GOAL_GUARD_P50 = 1.5  # hand path guard-to-launch p50, in floors (the floor's median)
+GOAL_GUARD_P95 = 2.5  # and p95
+
+
+def goals(out: dict[str, object]) -> list[tuple[str, float, bool]]:
+    """(what, ratio, met) for each goal this run measured; printed, and the exit status."""
+    rows = [("launch rate / parallel", float(out["ratio"]), float(out["ratio"]) >= GOAL_RATE)]  # type: ignore[arg-type]
+    guard = out.get("guard")
+    if isinstance(guard, dict) and guard["floor_s"] and guard["probe_to_live_s"]:
+        base = guard["floor_s"]["median"]
+        p50 = guard["probe_to_live_s"]["median"] / base
+        p95 = guard["probe_to_live_s"]["p95"] / base
+        rows += [
+            ("guard-to-launch p50 / floor", p50, p50 <= GOAL_GUARD_P50),
+            ("guard-to-launch p95 / floor", p95, p95 <= GOAL_GUARD_P95),
+        ]
+    for what, ratio, met in rows:
+        print(f"  goal {what:>28}: {ratio:5.2f}  {'met' if met else 'MISSED'}")
+    return rows
 
 
 if __name__ == "__main__":
