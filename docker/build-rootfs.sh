@@ -28,7 +28,8 @@ packages=openssh-server,python3,python3-venv,git,systemd,systemd-sysv,dbus,dbus-
 packages=$packages,libpam-systemd,sudo,iproute2,procps,util-linux,ca-certificates
 
 # The masters: alpha on every worker, beta as the second master on w4 (D4: a user supervisor is per
-# user, so the same unit name under two users is two names). The shared volume is group-writable
+# user, so the same unit name under two users is two names); m3..m8 for layouts with more masters
+# a worker (fleet/testing/harness.py MASTERS_ENV, the scale benchmark). The shared volume is group-writable
 # for FLEET_GID, so a board or origin written by one side can be written by the other.
 FLEET_GID=2000
 
@@ -49,6 +50,9 @@ mmdebstrap \
         groupadd --gid '"$FLEET_GID"' fleet
         useradd --create-home --uid 2001 --gid fleet --shell /bin/bash alpha
         useradd --create-home --uid 2002 --gid fleet --shell /bin/bash beta
+        for n in 3 4 5 6 7 8; do
+            useradd --create-home --uid 200\$n --gid fleet --shell /bin/bash m\$n
+        done
         rm -f /etc/ssh/ssh_host_*
         systemctl enable harness-no-route.service harness-masters.service
         systemctl mask apt-daily.timer apt-daily-upgrade.timer getty@tty1.service

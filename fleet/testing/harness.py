@@ -81,6 +81,22 @@ MASTERS: dict[str, tuple[str, ...]] = {
     "w3": ("alpha",),
     "w4": ("alpha", "beta"),
 }
+# Every user the image has for a master (docker/build-rootfs.sh), in the order a layout takes them.
+MASTER_USERS = ("alpha", "beta", "m3", "m4", "m5", "m6", "m7", "m8")
+# ``FLEET_HARNESS_MASTERS=K``: K masters on every worker instead of MASTERS, for measuring how the
+# fleet scales with masters (bench/scale_bench.py). A harness started with one layout must be taken
+# down before it starts with another: a master's user manager is started at boot.
+MASTERS_ENV = "FLEET_HARNESS_MASTERS"
+
+
+def masters() -> dict[str, tuple[str, ...]]:
+    """The masters of each worker: :data:`MASTERS`, or K each under ``FLEET_HARNESS_MASTERS``."""
+    raw = os.environ.get(MASTERS_ENV, "")
+    if not raw:
+        return MASTERS
+    if not raw.isdigit() or not 1 <= int(raw) <= len(MASTER_USERS):
+        raise ValueError(f"{MASTERS_ENV}={raw!r}: a whole number from 1 to {len(MASTER_USERS)}")
+    return {w: MASTER_USERS[: int(raw)] for w in MASTERS}
 FLEET_GID = 2000  # group of every master in the image (docker/build-rootfs.sh); owns the volume
 IMAGE_PYTHON = (3, 11)  # Debian bookworm's python3: the host's wheels must be built for it
 VENV_PYTHON = "/opt/fleet-venv/bin/python"  # the image's interpreter with fleet's dependencies
@@ -402,13 +418,13 @@ def ensure_keys(keys_dir: Path) -> Path:
     keys_dir.mkdir(parents=True, exist_ok=True)
     client = keys_dir / "client" / "id_ed25519"
     client_pub = _keypair(client, "fleet-harness-controller")
-    for worker, masters in MASTERS.items():
+    for worker, names in masters().items():
         d = keys_dir / worker
         _keypair(d / "ssh_host_ed25519_key", f"root@{worker}")
         d.chmod(0o755)  # sshd's StrictModes checks the directory of authorized_keys
         for old in d.glob("authorized_keys.*"):
             old.unlink()
-        for master in masters:
+        for master in names:
             (d / f"authorized_keys.{master}").write_text(client_pub + "\n")
     return client
 
@@ -540,7 +556,8 @@ def refresh(shared_dir: Path | None = None, *, build_dir: Path = BUILD_DIR) -> H
     """
     env = json.loads(_state_file(build_dir).read_text())
     keys_dir = Path(env["FLEET_HARNESS_KEYS"])
-    names = [container_name(w) for w in MASTERS]
+    layout = masters()
+    names = [container_name(w) for w in layout]
     out = _run(["docker", "inspect", "-f", "{{.Name}} {{.State.Status}}", *names], check=False)
     states = dict(line.lstrip("/").split()[:2] for line in out.stdout.splitlines() if line.strip())
     down_ = [n for n in names if states.get(n) != "running"]
@@ -548,8 +565,8 @@ def refresh(shared_dir: Path | None = None, *, build_dir: Path = BUILD_DIR) -> H
         seen = ", ".join(f"{n}={states.get(n, 'absent')}" for n in down_)
         raise NotRunning(f"harness workers not running after docker-compose: {seen}")
     containers = tuple(
-        Container(w, container_name(w), _published_port(container_name(w)), masters)
-        for w, masters in MASTERS.items()
+        Container(w, container_name(w), _published_port(container_name(w)), users)
+        for w, users in layout.items()
     )
     known_hosts = build_dir / "harness" / f"{project()}.known_hosts"
     known_hosts.write_text(known_hosts_text(containers, keys_dir))
