@@ -18,7 +18,7 @@ from pathlib import Path
 from fleet.core.origin import foreign, target_origins
 from fleet.core.sync import clone_lock_path
 from fleet.inventory import Inventory, WorkerConfig
-from fleet.lock.flock import exclusive
+from fleet.runner.flock import exclusive
 from fleet.runner.interrupted import prune_interrupted
 
 # Bounds one git step on a local clone; a fetch of a large repo is the slowest we run.

@@ -38,7 +38,7 @@ from fleet.core.markers import Kind, history
 from fleet.core.sync import clone_lock_path
 from fleet.dispatch import dispatch
 from fleet.inventory import WorkerConfig
-from fleet.lock.flock import exclusive
+from fleet.runner.flock import exclusive
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.brief import brief_version
 from fleet.transport import LocalTransport
