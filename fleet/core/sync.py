@@ -54,14 +54,22 @@ def origin_check(accept: AcceptedOrigins) -> str:
     if not accept.known:
         return ""
     exact = "|".join(shlex.quote(u) for u in accept.exact) or "''"
-    folded = "|".join(shlex.quote(u.lower()) for u in accept.folded) or "''"
+    folded = "|".join(shlex.quote(u.lower()) for u in accept.folded)
+    # Lowering takes a tr process per URL, so only a check with folded spellings lowers; without
+    # one, the empty pattern the lowered match had is kept: an origin git names no URL for (as when
+    # only exact or only folded spellings are known) is left to the fetch, which fails on it.
+    lowered = (
+        "l=$(printf '%s' \"$u\" | tr '[:upper:]' '[:lower:]'); "
+        f'case "$l" in {folded}) ok=1;; esac; '
+        if folded
+        else "case \"$u\" in '') ok=1;; esac; "
+    )
     return (
         'for u in "$(git remote get-url origin 2>/dev/null)" '
         "\"$(git remote get-url --push origin 2>/dev/null)\"; do ok=''; "
         f'case "$u" in {exact}) ok=1;; esac; '
-        "l=$(printf '%s' \"$u\" | tr '[:upper:]' '[:lower:]'); "
-        f'case "$l" in {folded}) ok=1;; esac; '
-        f'if [ -z "$ok" ]; then echo "{TOKEN}foreign-origin ${{u:-none}}"; exit 0; fi; done; '
+        + lowered
+        + f'if [ -z "$ok" ]; then echo "{TOKEN}foreign-origin ${{u:-none}}"; exit 0; fi; done; '
     )
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from fleet.core.origin import AcceptedOrigins
 from fleet.core.sync import SyncState, parse_sync, sync_command
 from fleet.runner.__main__ import sync_runner_clone
 
@@ -239,3 +241,23 @@ def test_a_relative_clone_path_takes_its_lock_beside_it(origin: Path, tmp_path: 
     assert parse_sync(res.stdout).state is SyncState.OK, res.stdout + res.stderr
     assert "not taken" not in res.stderr
     assert (tmp_path / "clone.lock").is_file() and (tmp_path / "clone" / ".git").is_dir()
+
+
+def test_a_github_origin_is_compared_case_folded_and_a_foreign_one_refused(
+    origin: Path, tmp_path: Path
+) -> None:
+    # The folded spellings (a GitHub board's) are matched after lowering what git resolves.
+    accept = AcceptedOrigins(folded=("https://github.com/owner/repo",))
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, capture_output=True)
+    env = {**os.environ, "GIT_ALLOW_PROTOCOL": "file"}  # nothing reaches the network
+    for url, foreign in (
+        ("https://GitHub.com/Owner/Repo", False),
+        ("https://github.com/x/y", True),
+    ):
+        subprocess.run(["git", "-C", str(clone), "remote", "set-url", "origin", url], check=True)
+        out = parse_sync(_sh(sync_command(str(clone), origin=url, accept=accept), env=env).stdout)
+        if foreign:
+            assert out.state is SyncState.FOREIGN_ORIGIN and out.detail == url
+        else:  # past the origin check: the fetch is what fails here
+            assert out.state is SyncState.FAILED and "ls-remote failed" in out.detail, out
