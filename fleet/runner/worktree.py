@@ -86,9 +86,9 @@ def _make(clone: Path, worker: WorkerConfig, inv: Inventory, issue: int, run_id:
     root.mkdir(parents=True, exist_ok=True)
     path = root / f"{issue}-{run_id}"
     _git("worktree", "add", "--detach", "-q", str(path), base, cwd=clone)  # detached (D10.1)
-    # D10.3: verify git works in the new tree and sits where we asked, at the commit we asked.
-    top = _git("rev-parse", "--show-toplevel", cwd=path)
-    head = _git("rev-parse", "HEAD", cwd=path)
+    # D10.3: verify git works in the new tree and sits where we asked, at the commit we asked
+    # (one rev-parse answers both, a line each).
+    top, _, head = _git("rev-parse", "--show-toplevel", "HEAD", cwd=path).partition("\n")
     if Path(top) != path or head != base:
         raise WorktreeError(f"worktree {path} did not verify (toplevel {top}, HEAD {head})")
     return Worktree(clone, path, base, tuple(pruned))
@@ -112,13 +112,11 @@ def _check_origin(clone: Path, inv: Inventory) -> None:
 
 def release_worktree(wt: Worktree) -> bool:
     """Remove a clean worktree; keep a dirty one. Returns True when it was kept (D10: keep, do
-    not wipe — the inverse of the silent wipe)."""
-    try:
-        dirty = _git("status", "--porcelain", cwd=wt.path)
-    except WorktreeError:
-        return True  # cannot tell: keeping is the safe side
-    if dirty:
-        return True
+    not wipe — the inverse of the silent wipe).
+
+    ``git worktree remove`` without ``--force`` is the check: it removes only a tree with no
+    modified and no untracked file (git-worktree(1)), running its own status first, so a status
+    of ours before it would be the same work twice. Any refusal keeps the tree: the safe side."""
     try:
         _git("worktree", "remove", str(wt.path), cwd=wt.clone)
     except WorktreeError:
