@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import time
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -205,6 +204,8 @@ def _main(args: argparse.Namespace, state: dict[str, object]) -> int:
     except (
         Exception
     ):  # exit 1 means "a failure marker was posted"; a crash claims no terminal (D20)
+        import traceback  # only a crash prints one: a run that ends as it should never loads it
+
         traceback.print_exc()
         print("fleet-runner: crashed; see the traceback above", file=sys.stderr)
         return RunExit.CRASHED
