@@ -11,10 +11,8 @@ is never overwritten. The PR records live in the board file next to the issues t
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from fleet.board.base import BoardWriteError
 from fleet.board.local.schema import Tx, stamp
 from fleet.core.closing import closing_refs
 from fleet.core.model import CIState, PRState, PullRequest, iso, parse_iso
+from fleet.gitexec import NOT_A_REPOSITORY, GitAnswer, GitUnavailable, git
 
 MAIN = "refs/heads/main"
 
@@ -38,8 +37,6 @@ MERGE_ATTEMPTS = 3
 
 # merge-tree --write-tree exits 1 on conflicts (git-merge-tree(1), git >= 2.38).
 _CONFLICT_EXIT = 1
-# What git exits with when the directory it was pointed at is no repository ("fatal: ...").
-_NOT_A_REPOSITORY = 128
 # Bounds one plumbing call in a local bare repository (the merges above take 20-90 ms).
 GIT_TIMEOUT_S = 60
 
@@ -62,35 +59,14 @@ class MergeResult:
     fast_path: bool  # the branch was already contained in main: nothing was written
 
 
-@dataclass(frozen=True)
-class _Answer:
-    status: int
-    out: str  # stdout, its trailing newline removed
-    err: str
-
-
 def _git(
     origin: Path, *args: str, stdin: bytes = b"", identity: dict[str, str] | None = None
-) -> _Answer:
-    """One git command in the repository ``origin``: git looks for it there and nowhere above
-    (the directory's parent is a ceiling), and answers 128 when there is none. Plain git
-    processes: the forge's work is a handful of plumbing calls, and a runner serving the embedded
-    forge loads no git library for them."""
-    where = Path(os.path.abspath(origin))
-    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(where.parent), **(identity or {})}
+) -> GitAnswer:
+    """One git command in the origin; git that cannot be run at all is a :class:`ForgeError`."""
     try:
-        res = subprocess.run(
-            ["git", "-C", str(where), *args],
-            input=stdin,
-            capture_output=True,
-            env=env,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ForgeError(f"git {args[0]} in origin {origin}: {exc}") from exc
-    out = res.stdout.decode("utf-8", errors="replace").rstrip("\n")
-    return _Answer(res.returncode, out, res.stderr.decode("utf-8", errors="replace").strip())
+        return git(origin, *args, timeout=GIT_TIMEOUT_S, stdin=stdin, env=identity)
+    except GitUnavailable as exc:
+        raise ForgeError(f"origin {origin}: {exc}") from exc
 
 
 def _must(
@@ -138,7 +114,7 @@ def require_branch(origin: Path | None, branch: str) -> None:
 def tip(origin: Path, branch: str) -> str | None:
     """The commit ``refs/heads/<branch>`` points at, or None when there is no such branch."""
     answer = _git(origin, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")
-    if answer.status == _NOT_A_REPOSITORY:
+    if answer.status == NOT_A_REPOSITORY:
         raise ForgeError(f"origin {origin} is not a git repository")
     return answer.out.strip() if answer.status == 0 and answer.out.strip() else None
 
