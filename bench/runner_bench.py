@@ -307,6 +307,9 @@ def bench(count: int, rounds: int, timeout: float, root: Path) -> int:
     )
     print(f"  floor (two interpreters + fetch + worktree add/remove): {must * 1000:.0f} ms; "
           f"run / floor {cpu / must:.2f}")  # fmt: skip
+    agent = floor["import fleet.agents.demo"]
+    print(f"  the stand-in agent's start and imports (its peer): {agent * 1000:.0f} ms; "
+          f"the rest of a run, the runner's and its git: {(cpu - agent) * 1000:.0f} ms")  # fmt: skip
     counts = exec_counts(b, timeout)
     if counts is not None:
         shown = ", ".join(f"{k} x{v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
