@@ -289,12 +289,13 @@ def bench(count: int, rounds: int, timeout: float, root: Path) -> int:
     load = os.getloadavg()[0]
     cpu = statistics.median(r.cpu_s for r in runs)
     wall = statistics.median(r.wall_s for r in runs)
-    reexec = sum("re-executing once" in r.stderr for r in runs)
+    reexec = [i for i, r in enumerate(runs) if "re-executing once" in r.stderr]
     print(f"runner bench: {count} no-op runs, one at a time; load average {load:.1f}")
     print(
         f"  per run: CPU median {cpu * 1000:.0f} ms (min {min(r.cpu_s for r in runs) * 1000:.0f}, "
         f"max {max(r.cpu_s for r in runs) * 1000:.0f}), wall median {wall * 1000:.0f} ms; "
-        f"re-executed (D11): {reexec} of {count}"
+        f"re-executed (D11): {len(reexec)} of {count}"
+        + (f" (runs {', '.join(map(str, reexec))}, from 0)" if reexec else "")
     )
     print(f"  peers, CPU median of {rounds}:")
     for name, value in floor.items():
