@@ -45,9 +45,10 @@ def _wait_terminal(ctx: FleetContext, number: int) -> bool:
     return False
 
 
-def write_inventory(root: Path) -> Path:
+def write_inventory(root: Path, **worker: object) -> Path:
     """The embedded default's layout under ``root``: one local worker under the portable
-    supervisor, running the stand-in agent with this Python; a 60 s run limit bounds a wedged run."""
+    supervisor, running the stand-in agent with this Python, with ``worker``'s further fields; a
+    60 s run limit bounds a wedged run."""
     w1 = inventory_builder.local_worker(
         root,
         "w1",
@@ -55,6 +56,7 @@ def write_inventory(root: Path) -> Path:
         agent=f"{sys.executable} -m fleet.agents.demo",
         supervisor="portable",
         path_prefix=[],
+        **worker,
     )
     data = inventory_builder.under(root, [w1], policy={"max_run_s": 60})
     return inventory_builder.write(root / "inventory.yaml", data)

@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import sys
-import traceback
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,20 +53,26 @@ def sync_runner_clone(clone: str, remote: str | None, run_id: str) -> SyncResult
 
 
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
-# The process start time below is read from /proc at a tick's precision and a boot time in whole
-# seconds: a clone moved this close to the start counts as moved after it (a re-exec, the safe way).
+# A clone moved this close to the start counts as moved after it (a re-exec, the safe way): the
+# start below is precise to a clock tick, and file systems stamp HEAD and the index from a coarser
+# clock than the wall clock (a jiffy; whole seconds on some). The sync writes neither file when the
+# clone does not move (fleet.core.sync), so this margin costs a re-exec only after a real move.
 START_SLACK_S = 1.0
 
 
 def process_started_at() -> float | None:
-    """This process's start on the wall clock (Linux /proc); None where it cannot be read."""
+    """This process's start on the wall clock (Linux /proc), precise to a clock tick: its start in
+    ticks since boot, placed on the wall clock through the boot clock read now — not through the
+    boot time in /proc/stat, which is whole seconds and would place the start up to a second early
+    (a runner started a second after a move would re-exec for nothing). None where it cannot be
+    read."""
     try:
         with open("/proc/self/stat", encoding="ascii") as handle:
             after_name = handle.read().rsplit(")", 1)[1].split()
-        with open("/proc/stat", encoding="ascii") as handle:
-            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
-        return boot + int(after_name[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
-    except (OSError, ValueError, IndexError, StopIteration):
+        ticks = int(after_name[19])  # field 22, starttime: clock ticks since boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - age
+    except (OSError, ValueError, IndexError, AttributeError):  # AttributeError: no CLOCK_BOOTTIME
         return None
 
 
@@ -198,6 +204,8 @@ def _main(args: argparse.Namespace, state: dict[str, object]) -> int:
     except (
         Exception
     ):  # exit 1 means "a failure marker was posted"; a crash claims no terminal (D20)
+        import traceback  # only a crash prints one: a run that ends as it should never loads it
+
         traceback.print_exc()
         print("fleet-runner: crashed; see the traceback above", file=sys.stderr)
         return RunExit.CRASHED

@@ -17,7 +17,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from fleet.core.model import Mention, iso
@@ -41,8 +40,10 @@ class RenderedBrief:
 
 
 def brief_template() -> str:
-    """The shipped template, read from the installed package."""
-    return resources.files("fleet.runner").joinpath(BRIEF_FILE).read_text(encoding="utf-8")
+    """The shipped template, read beside this module: it is package data (pyproject.toml), so the
+    runner clone and every install keep it there. Not through importlib.resources, whose import a
+    run on a worker would pay for this one read."""
+    return Path(__file__).with_name(BRIEF_FILE).read_text(encoding="utf-8")
 
 
 def _version_of(template: str) -> str:

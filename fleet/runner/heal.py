@@ -22,8 +22,8 @@ from pathlib import Path
 
 from fleet.core.canary import canary_due
 from fleet.core.model import Capacity, CapacitySource, iso, utc
-from fleet.lock.flock import exclusive
 from fleet.runner.capacity import clear_capacity, read_capacity, write_capacity
+from fleet.runner.flock import exclusive
 
 
 class Heal(StrEnum):

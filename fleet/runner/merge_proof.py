@@ -20,13 +20,13 @@ The git calls are I/O; :func:`why_unproven` takes their answers and decides, pur
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from fleet.core.model import PullRequest
+from fleet.gitexec import GitUnavailable, git
 
 GIT_TIMEOUT_S = 60  # a few object lookups in a local bare repository
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256, as git prints them
@@ -90,15 +90,9 @@ def unproven_merges(
 
 def _git(origin: Path, *args: str) -> int:
     try:
-        res = subprocess.run(
-            ["git", "-C", str(origin), *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProofUnavailable(f"git in origin {origin}: {exc}") from exc
-    return res.returncode
+        return git(origin, *args, timeout=GIT_TIMEOUT_S).status
+    except GitUnavailable as exc:
+        raise ProofUnavailable(f"origin {origin}: {exc}") from exc
 
 
 def git_facts(origin: Path, commit: str, base: str | None) -> Facts:

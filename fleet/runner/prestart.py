@@ -25,7 +25,7 @@ from pathlib import Path
 
 from fleet.core.exits import PRESTART_CAUSES
 from fleet.core.model import LaunchDeath, iso, parse_iso
-from fleet.lock.flock import exclusive
+from fleet.runner.flock import exclusive
 
 DEATHS_FILE = "launch-deaths.jsonl"
 # The exits that mean "this launch died before its start marker", and each one's cause: in

@@ -46,6 +46,7 @@ from fleet.runner.forge_gate import ForgeGate
 from fleet.runner.heal import darken, describe_heal, heal, stamp_canary
 from fleet.runner.merge_proof import ProofUnavailable, claimed, unproven_merges
 from fleet.runner.prestart import BASELINE_ENV, forget_issue
+from fleet.runner.waiting import exit_within
 from fleet.runner.worktree import Worktree, WorktreeError, make_worktree, release_worktree
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -335,20 +336,19 @@ class Runner:
         deadline = time.monotonic() + limit_s
         while True:
             left = deadline - time.monotonic()
-            try:
-                wait_s = left if bound is None else min(left, turns.TURN_POLL_S)
-                return self._agent.wait(timeout=max(wait_s, 0.0)), False
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline:
-                    self.say(f"agent passed its run-time limit ({limit_s:.0f}s); stopping it")
-                    self._end_agent()
-                    return None, True
-                count = turns.turns_so_far(log, self.worker.agent_kind)
-                if turns.over_bound(count, bound):
-                    self.say(f"agent passed policy.max_turns ({count} > {bound}); stopping it")
-                    self.turns_stopped = count
-                    self._end_agent()
-                    return None, False
+            code = exit_within(self._agent, left if bound is None else min(left, turns.TURN_POLL_S))
+            if code is not None:
+                return code, False
+            if time.monotonic() >= deadline:
+                self.say(f"agent passed its run-time limit ({limit_s:.0f}s); stopping it")
+                self._end_agent()
+                return None, True
+            count = turns.turns_so_far(log, self.worker.agent_kind)
+            if turns.over_bound(count, bound):
+                self.say(f"agent passed policy.max_turns ({count} > {bound}); stopping it")
+                self.turns_stopped = count
+                self._end_agent()
+                return None, False
 
     def _end_agent(self) -> None:
         assert self._agent is not None

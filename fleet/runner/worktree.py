@@ -10,15 +10,15 @@ that git works inside the new tree, because a broken pointer is invisible from i
 from __future__ import annotations
 
 import os
-import subprocess
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.core.origin import foreign, target_origins
 from fleet.core.sync import clone_lock_path
+from fleet.gitexec import GitUnavailable, git
 from fleet.inventory import Inventory, WorkerConfig
-from fleet.lock.flock import exclusive
+from fleet.runner.flock import exclusive
 from fleet.runner.interrupted import prune_interrupted
 
 # Bounds one git step on a local clone; a fetch of a large repo is the slowest we run.
@@ -39,24 +39,18 @@ class Worktree:
     ] = ()  # interrupted adds removed before this one (fleet.runner.interrupted)
 
 
-def _git(*args: str, cwd: Path | None = None) -> str:
+def _git(repo: Path, *args: str) -> str:
+    """git in ``repo`` (never a repository above it): its output, or the step's WorktreeError."""
     try:
-        res = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise WorktreeError(f"git {' '.join(args[:2])}: {exc}") from exc
-    if res.returncode != 0:
-        tail = (res.stderr or res.stdout).strip().splitlines()
+        res = git(repo, *args, timeout=GIT_TIMEOUT_S)
+    except GitUnavailable as exc:
+        raise WorktreeError(str(exc)) from exc
+    if res.status != 0:
+        tail = (res.err or res.out).strip().splitlines()
         raise WorktreeError(
-            f"git {' '.join(args[:3])} exited {res.returncode}: {tail[-1] if tail else 'no output'}"
+            f"git {' '.join(args[:3])} exited {res.status}: {tail[-1] if tail else 'no output'}"
         )
-    return res.stdout.strip()
+    return res.out.strip()
 
 
 def _clone_lock(clone: Path) -> AbstractContextManager[None]:
@@ -77,18 +71,18 @@ def _make(clone: Path, worker: WorkerConfig, inv: Inventory, issue: int, run_id:
         if origin is None:
             raise WorktreeError(f"clone {clone} is missing and the board names no origin")
         clone.parent.mkdir(parents=True, exist_ok=True)
-        _git("clone", "-q", "--", str(origin), str(clone))
+        _git(clone.parent, "clone", "-q", "--", str(origin), str(clone))
     _check_origin(clone, inv)
     root = Path(os.path.realpath(os.path.expanduser(worker.state_dir))) / "worktrees"
     pruned = prune_interrupted(clone, root)  # under the clone lock: no add of ours is running
-    _git("fetch", "-q", "origin", cwd=clone)
-    base = _git("rev-parse", "--verify", "origin/main", cwd=clone)
+    _git(clone, "fetch", "-q", "origin")
+    base = _git(clone, "rev-parse", "--verify", "origin/main")
     root.mkdir(parents=True, exist_ok=True)
     path = root / f"{issue}-{run_id}"
-    _git("worktree", "add", "--detach", "-q", str(path), base, cwd=clone)  # detached (D10.1)
-    # D10.3: verify git works in the new tree and sits where we asked, at the commit we asked.
-    top = _git("rev-parse", "--show-toplevel", cwd=path)
-    head = _git("rev-parse", "HEAD", cwd=path)
+    _git(clone, "worktree", "add", "--detach", "-q", str(path), base)  # detached (D10.1)
+    # D10.3: verify git works in the new tree and sits where we asked, at the commit we asked
+    # (one rev-parse answers both, a line each).
+    top, _, head = _git(path, "rev-parse", "--show-toplevel", "HEAD").partition("\n")
     if Path(top) != path or head != base:
         raise WorktreeError(f"worktree {path} did not verify (toplevel {top}, HEAD {head})")
     return Worktree(clone, path, base, tuple(pruned))
@@ -100,8 +94,8 @@ def _check_origin(clone: Path, inv: Inventory) -> None:
     accept = target_origins(inv.board)
     if not accept.known:
         return
-    urls = [_git("remote", "get-url", "origin", cwd=clone)]
-    urls.append(_git("remote", "get-url", "--push", "origin", cwd=clone))
+    urls = [_git(clone, "remote", "get-url", "origin")]
+    urls.append(_git(clone, "remote", "get-url", "--push", "origin"))
     bad = foreign(urls, accept)
     if bad is not None:
         raise WorktreeError(
@@ -112,15 +106,13 @@ def _check_origin(clone: Path, inv: Inventory) -> None:
 
 def release_worktree(wt: Worktree) -> bool:
     """Remove a clean worktree; keep a dirty one. Returns True when it was kept (D10: keep, do
-    not wipe — the inverse of the silent wipe)."""
+    not wipe — the inverse of the silent wipe).
+
+    ``git worktree remove`` without ``--force`` is the check: it removes only a tree with no
+    modified and no untracked file (git-worktree(1)), running its own status first, so a status
+    of ours before it would be the same work twice. Any refusal keeps the tree: the safe side."""
     try:
-        dirty = _git("status", "--porcelain", cwd=wt.path)
-    except WorktreeError:
-        return True  # cannot tell: keeping is the safe side
-    if dirty:
-        return True
-    try:
-        _git("worktree", "remove", str(wt.path), cwd=wt.clone)
+        _git(wt.clone, "worktree", "remove", str(wt.path))
     except WorktreeError:
         return True
     return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,18 @@ def test_a_relative_inventory_path_reaches_the_unit_absolute(
     with FleetContext(inv, board) as ctx:
         assert dispatch(ctx, n, worker="w1").launched
         wait_for(board, n, has_marker(Kind.SUCCESS))
+
+
+def test_the_runner_reads_its_own_start_to_a_clock_tick(tmp_path: Path) -> None:
+    # D11's no-re-exec rule compares the clone's last move with this start: read a second early,
+    # a runner started a second after a move re-executes for nothing; read late, a move after the
+    # start could pass as one before it.
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    code = "from fleet.runner.__main__ import process_started_at as p; print(p())"
+    before = time.time()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    after = time.time()
+    started = float(out.stdout)
+    assert before - 2 * tick <= started <= after, (before, started, after)

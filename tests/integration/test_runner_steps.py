@@ -38,9 +38,10 @@ from fleet.core.markers import Kind, history
 from fleet.core.sync import clone_lock_path
 from fleet.dispatch import dispatch
 from fleet.inventory import WorkerConfig
-from fleet.lock.flock import exclusive
 from fleet.runner.__main__ import REEXEC_ENV
 from fleet.runner.brief import brief_version
+from fleet.runner.flock import exclusive
+from fleet.runner.worktree import Worktree, release_worktree
 from fleet.transport import LocalTransport
 from fleet.units import __main__ as units_main
 from fleet.units import portable
@@ -430,6 +431,32 @@ def test_through_a_symlinked_worker_dir_the_worktree_verifies_and_a_dirty_one_is
             ["git", "status", "--porcelain"], cwd=kept, capture_output=True, text=True, timeout=60
         )
         assert status.returncode == 0 and "wip.txt" in status.stdout, status.stderr
+
+
+@pytest.mark.parametrize("change", ["clean", "ignored", "untracked", "modified", "staged"])
+def test_release_keeps_a_tree_with_uncommitted_work_and_removes_a_clean_one(
+    tmp_path: Path, change: str
+) -> None:
+    # D10: keep, do not wipe. git's own refusal to remove an unclean tree is the check.
+    clone = tmp_path / "clone"
+    git("init", "-q", "-b", "main", str(clone))
+    (clone / ".gitignore").write_text("*.log\n")
+    (clone / "a.txt").write_text("a\n")
+    git("add", "-A", cwd=clone)
+    git("commit", "-q", "-m", "first", cwd=clone)
+    path = tmp_path / "tree"
+    git("worktree", "add", "--detach", "-q", str(path), cwd=clone)
+    if change == "ignored":
+        (path / "run.log").write_text("noise\n")
+    elif change == "untracked":
+        (path / "new.txt").write_text("new\n")
+    elif change in ("modified", "staged"):
+        (path / "a.txt").write_text("changed\n")
+        if change == "staged":
+            git("add", "a.txt", cwd=path)
+    kept = release_worktree(Worktree(clone, path, git("rev-parse", "HEAD", cwd=clone)))
+    assert kept is (change not in ("clean", "ignored"))
+    assert path.exists() is kept
 
 
 @pytest.mark.parametrize("blocked", ["worktrees", "runs"])

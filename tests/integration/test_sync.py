@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from fleet.core.origin import AcceptedOrigins
 from fleet.core.sync import SyncState, parse_sync, sync_command
 from fleet.runner.__main__ import sync_runner_clone
 
@@ -189,3 +191,73 @@ def test_a_fetch_that_moves_nothing_is_stale(origin: Path, tmp_path: Path) -> No
     _sh(f"cd {origin} && {_ADVANCE}")
     out = parse_sync(_sh(sync_command(str(clone), origin=str(origin))).stdout)
     assert out.state is SyncState.FAILED and "stale" in out.detail
+
+
+def _written(clone: Path) -> list[tuple[int, int]]:
+    """HEAD's and the index's identity: git writes each through a lock file it renames."""
+    return [((clone / ".git" / n).stat().st_ino, (clone / ".git" / n).stat().st_mtime_ns)
+            for n in ("HEAD", "index")]  # fmt: skip
+
+
+def test_a_sync_that_changes_nothing_writes_neither_head_nor_the_index(
+    origin: Path, tmp_path: Path
+) -> None:
+    # A runner reads these two files' times to know whether the clone moved after it started
+    # (fleet.runner.__main__.loaded_head): a sync of a clean clone at the fetched head is not a move.
+    clone = tmp_path / "clone"
+    cmd = sync_command(str(clone), origin=str(origin), note="run r1 of #7")
+    assert parse_sync(_sh(cmd).stdout).state is SyncState.OK
+    assert parse_sync(_sh(cmd).stdout).state is SyncState.OK  # the first refresh, if git wants one
+    before = _written(clone)
+    for _ in range(2):
+        out = parse_sync(_sh(cmd).stdout)
+        assert out.state is SyncState.OK
+        assert _written(clone) == before
+    _sh(f"cd {origin} && {_ADVANCE}")  # main moves: the clone is checked out at the new head
+    out = parse_sync(_sh(cmd).stdout)
+    assert out.state is SyncState.OK
+    assert out.detail == _sh(f"git -C {clone} rev-parse HEAD").stdout.strip()
+    assert out.detail == _sh(f"git -C {origin} rev-parse main").stdout.strip()
+    assert _written(clone)[0] != before[0]
+
+
+def test_a_clone_on_a_branch_or_with_an_unborn_head_is_checked_out_detached(
+    origin: Path, tmp_path: Path
+) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, capture_output=True)
+    cmd = sync_command(str(clone), origin=str(origin))
+    assert _sh(f"git -C {clone} symbolic-ref -q HEAD").stdout.strip() == "refs/heads/main"
+    assert parse_sync(_sh(cmd).stdout).state is SyncState.OK
+    assert _sh(f"git -C {clone} symbolic-ref -q HEAD").returncode == 1  # detached now
+    _sh(f"git -C {clone} symbolic-ref HEAD refs/heads/nowhere")  # HEAD names no commit
+    out = parse_sync(_sh(cmd).stdout)
+    assert out.state is SyncState.OK, out.detail
+    assert _sh(f"git -C {clone} rev-parse HEAD").stdout.strip() == out.detail
+
+
+def test_a_relative_clone_path_takes_its_lock_beside_it(origin: Path, tmp_path: Path) -> None:
+    res = _sh(sync_command("clone", origin=str(origin)), cwd=tmp_path)
+    assert parse_sync(res.stdout).state is SyncState.OK, res.stdout + res.stderr
+    assert "not taken" not in res.stderr
+    assert (tmp_path / "clone.lock").is_file() and (tmp_path / "clone" / ".git").is_dir()
+
+
+def test_a_github_origin_is_compared_case_folded_and_a_foreign_one_refused(
+    origin: Path, tmp_path: Path
+) -> None:
+    # The folded spellings (a GitHub board's) are matched after lowering what git resolves.
+    accept = AcceptedOrigins(folded=("https://github.com/owner/repo",))
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, capture_output=True)
+    env = {**os.environ, "GIT_ALLOW_PROTOCOL": "file"}  # nothing reaches the network
+    for url, foreign in (
+        ("https://GitHub.com/Owner/Repo", False),
+        ("https://github.com/x/y", True),
+    ):
+        subprocess.run(["git", "-C", str(clone), "remote", "set-url", "origin", url], check=True)
+        out = parse_sync(_sh(sync_command(str(clone), origin=url, accept=accept), env=env).stdout)
+        if foreign:
+            assert out.state is SyncState.FOREIGN_ORIGIN and out.detail == url
+        else:  # past the origin check: the fetch is what fails here
+            assert out.state is SyncState.FAILED and "ls-remote failed" in out.detail, out

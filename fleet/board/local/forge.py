@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
-
-import git
+from typing import Any
 
 from fleet.board.base import BoardWriteError
 from fleet.board.local.schema import Tx, stamp
 from fleet.core.closing import closing_refs
 from fleet.core.model import CIState, PRState, PullRequest, iso, parse_iso
+from fleet.gitexec import NOT_A_REPOSITORY, GitAnswer, GitUnavailable, git
 
 MAIN = "refs/heads/main"
 
@@ -39,6 +37,8 @@ MERGE_ATTEMPTS = 3
 
 # merge-tree --write-tree exits 1 on conflicts (git-merge-tree(1), git >= 2.38).
 _CONFLICT_EXIT = 1
+# Bounds one plumbing call in a local bare repository (the merges above take 20-90 ms).
+GIT_TIMEOUT_S = 60
 
 
 class ForgeError(BoardWriteError):
@@ -59,30 +59,46 @@ class MergeResult:
     fast_path: bool  # the branch was already contained in main: nothing was written
 
 
+def _git(
+    origin: Path, *args: str, stdin: bytes = b"", identity: dict[str, str] | None = None
+) -> GitAnswer:
+    """One git command in the origin; git that cannot be run at all is a :class:`ForgeError`."""
+    try:
+        return git(origin, *args, timeout=GIT_TIMEOUT_S, stdin=stdin, env=identity)
+    except GitUnavailable as exc:
+        raise ForgeError(f"origin {origin}: {exc}") from exc
+
+
+def _must(
+    origin: Path, *args: str, stdin: bytes = b"", identity: dict[str, str] | None = None
+) -> str:
+    """:func:`_git` that must succeed: its output, or :class:`ForgeError` naming git's words."""
+    answer = _git(origin, *args, stdin=stdin, identity=identity)
+    if answer.status != 0:
+        raise ForgeError(f"git {args[0]} in origin {origin} exited {answer.status}: {answer.err}")
+    return answer.out
+
+
 def ensure_origin(path: Path) -> None:
     """Make ``path`` a bare repository whose ``main`` has one commit (a README), if it is not.
 
     Idempotent: an existing origin with a ``main`` is left exactly as it is.
     """
-    try:
-        repo = git.Repo(path)
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
-        repo = git.Repo.init(path, bare=True, mkdir=True, initial_branch="main")
+    if _git(path, "rev-parse", "--git-dir").status != 0:
+        path.mkdir(parents=True, exist_ok=True)
+        _must(path, "init", "-q", "--bare", "--initial-branch=main")
     if tip(path, "main") is not None:
         return
-    g = repo.git
-    with _stdin(b"# origin\n\nThe fleet's local origin.\n") as readme:
-        blob = g.hash_object("-w", "--stdin", istream=readme)
-    with _stdin(f"100644 blob {blob}\tREADME.md\n".encode()) as listing:
-        tree = g.mktree(istream=listing)
-    commit = g.commit_tree(tree, "-m", "Initial commit", env=_identity(FORGE_NAME))
-    # Zero old value: create only if absent, so two racing create() calls keep one history.
-    status, _, _ = g.update_ref(
-        MAIN, commit, "0" * 40, with_extended_output=True, with_exceptions=False
+    readme = b"# origin\n\nThe fleet's local origin.\n"
+    blob = _must(path, "hash-object", "-w", "--stdin", stdin=readme)
+    tree = _must(path, "mktree", stdin=f"100644 blob {blob}\tREADME.md\n".encode())
+    commit = _must(
+        path, "commit-tree", tree, "-m", "Initial commit", identity=_identity(FORGE_NAME)
     )
-    if status != 0 and tip(path, "main") is None:
+    # Zero old value: create only if absent, so two racing create() calls keep one history.
+    if _git(path, "update-ref", MAIN, commit, "0" * 40).status != 0 and tip(path, "main") is None:
         raise ForgeError(f"could not create main in origin {path}")
-    g.symbolic_ref("HEAD", MAIN)
+    _must(path, "symbolic-ref", "HEAD", MAIN)
 
 
 def require_branch(origin: Path | None, branch: str) -> None:
@@ -97,14 +113,10 @@ def require_branch(origin: Path | None, branch: str) -> None:
 
 def tip(origin: Path, branch: str) -> str | None:
     """The commit ``refs/heads/<branch>`` points at, or None when there is no such branch."""
-    status, out, _ = _repo(origin).git.rev_parse(
-        "--verify",
-        "--quiet",
-        f"refs/heads/{branch}^{{commit}}",
-        with_extended_output=True,
-        with_exceptions=False,
-    )
-    return out.strip() if status == 0 and out.strip() else None
+    answer = _git(origin, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}")
+    if answer.status == NOT_A_REPOSITORY:
+        raise ForgeError(f"origin {origin} is not a git repository")
+    return answer.out.strip() if answer.status == 0 and answer.out.strip() else None
 
 
 def merge(origin: Path, branch: str, message: str, *, author: str) -> MergeResult:
@@ -112,13 +124,6 @@ def merge(origin: Path, branch: str, message: str, *, author: str) -> MergeResul
 
     Atomic from the outside: ``main`` either moves to the new merge commit or does not move.
     """
-    try:
-        return _merge(_repo(origin).git, origin, branch, message, author)
-    except git.GitCommandError as exc:
-        raise ForgeError(f"git failed while merging {branch!r} in {origin}: {exc}") from exc
-
-
-def _merge(g: git.Git, origin: Path, branch: str, message: str, author: str) -> MergeResult:
     for _ in range(MERGE_ATTEMPTS):
         head = tip(origin, branch)
         if head is None:
@@ -126,41 +131,26 @@ def _merge(g: git.Git, origin: Path, branch: str, message: str, author: str) -> 
         base = tip(origin, "main")
         if base is None:
             raise ForgeError(f"origin {origin} has no main")
-        if _is_ancestor(g, head, base):
+        if _git(origin, "merge-base", "--is-ancestor", head, base).status == 0:
             return MergeResult(commit=base, fast_path=True)
-        tree = _merge_tree(g, base, head, branch)
-        commit = g.commit_tree(tree, "-p", base, "-p", head, "-m", message, env=_identity(author))
-        status, _, _ = g.update_ref(
-            MAIN, commit, base, with_extended_output=True, with_exceptions=False
-        )
-        if status == 0:
+        tree = _merge_tree(origin, base, head, branch)
+        commit = _must(
+            origin, "commit-tree", tree, "-p", base, "-p", head, "-m", message,
+            identity=_identity(author),
+        )  # fmt: skip
+        if _git(origin, "update-ref", MAIN, commit, base).status == 0:
             return MergeResult(commit=commit, fast_path=False)
     raise ForgeError(f"main in origin {origin} kept moving: gave up after {MERGE_ATTEMPTS} tries")
 
 
-def _merge_tree(g: git.Git, base: str, head: str, branch: str) -> str:
-    status, out, err = g.merge_tree(
-        "--write-tree",
-        "--name-only",
-        "--no-messages",
-        base,
-        head,
-        with_extended_output=True,
-        with_exceptions=False,
-    )
-    if status == _CONFLICT_EXIT:
-        files = ", ".join(line for line in out.splitlines()[1:] if line.strip())
+def _merge_tree(origin: Path, base: str, head: str, branch: str) -> str:
+    answer = _git(origin, "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head)
+    if answer.status == _CONFLICT_EXIT:
+        files = ", ".join(line for line in answer.out.splitlines()[1:] if line.strip())
         raise MergeConflict(f"merge conflict: {branch!r} does not merge into main ({files})")
-    if status != 0:
-        raise ForgeError(f"git merge-tree failed ({status}): {err.strip()}")
-    return out.splitlines()[0].strip()
-
-
-def _is_ancestor(g: git.Git, commit: str, of: str) -> bool:
-    status, _, _ = g.merge_base(
-        "--is-ancestor", commit, of, with_extended_output=True, with_exceptions=False
-    )
-    return status == 0
+    if answer.status != 0:
+        raise ForgeError(f"git merge-tree failed ({answer.status}): {answer.err}")
+    return answer.out.splitlines()[0].strip()
 
 
 def _identity(author: str) -> dict[str, str]:
@@ -171,22 +161,6 @@ def _identity(author: str) -> dict[str, str]:
         "GIT_COMMITTER_NAME": FORGE_NAME,
         "GIT_COMMITTER_EMAIL": FORGE_EMAIL,
     }
-
-
-def _repo(origin: Path) -> git.Repo:
-    try:
-        return git.Repo(origin)
-    except (git.NoSuchPathError, git.InvalidGitRepositoryError) as exc:
-        raise ForgeError(f"origin {origin} is not a git repository") from exc
-
-
-def _stdin(data: bytes) -> IO[bytes]:
-    """A real file for GitPython's ``istream``: it becomes the child's stdin, so it needs a fd.
-    The caller closes it (``with _stdin(...) as f``)."""
-    handle = tempfile.TemporaryFile()  # noqa: SIM115 - returned open, closed by the caller
-    handle.write(data)
-    handle.seek(0)
-    return handle
 
 
 # -- pull-request records on the board file ------------------------------------------------------

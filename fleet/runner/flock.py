@@ -1,7 +1,9 @@
 """One exclusive ``flock`` on a file beside the thing it guards, as a context manager.
 
 For the worker-local locks that serialise writers of one file or one clone (the clone lock, the
-capacity file's lock); the fleet-wide lock across probe and launch is :mod:`fleet.lock`.
+capacity file's lock); the fleet-wide lock across probe and launch is :mod:`fleet.lock`. It lives
+with the runner, its only user, apart from that package: importing ``fleet.lock`` loads portalocker
+and the transports, which a run on a worker never uses (docs/performance.md, "The runner's CPU").
 """
 
 from __future__ import annotations
