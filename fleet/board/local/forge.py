@@ -16,14 +16,15 @@ import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
-
-import git
+from typing import IO, TYPE_CHECKING, Any
 
 from fleet.board.base import BoardWriteError
 from fleet.board.local.schema import Tx, stamp
 from fleet.core.closing import closing_refs
 from fleet.core.model import CIState, PRState, PullRequest, iso, parse_iso
+
+if TYPE_CHECKING:
+    import git
 
 MAIN = "refs/heads/main"
 
@@ -64,6 +65,8 @@ def ensure_origin(path: Path) -> None:
 
     Idempotent: an existing origin with a ``main`` is left exactly as it is.
     """
+    import git  # GitPython only where the origin is touched: a board read never needs it
+
     try:
         repo = git.Repo(path)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError):
@@ -112,6 +115,8 @@ def merge(origin: Path, branch: str, message: str, *, author: str) -> MergeResul
 
     Atomic from the outside: ``main`` either moves to the new merge commit or does not move.
     """
+    import git
+
     try:
         return _merge(_repo(origin).git, origin, branch, message, author)
     except git.GitCommandError as exc:
@@ -174,6 +179,8 @@ def _identity(author: str) -> dict[str, str]:
 
 
 def _repo(origin: Path) -> git.Repo:
+    import git
+
     try:
         return git.Repo(origin)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError) as exc:
