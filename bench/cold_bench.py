@@ -137,7 +137,8 @@ def top_imports(cmd: Command, env: dict[str, str], cwd: Path) -> tuple[float, li
         if not line.startswith("import time:") or "self [us]" in line:
             continue
         own, cumulative, name = line.removeprefix("import time:").split("|", 2)
-        rows.append((int(own), int(cumulative), name.strip()))
+        # Imports racing in threads (the probe's workers) can print a negative own time: not a cost.
+        rows.append((max(int(own), 0), int(cumulative), name.strip()))
     total_ms = sum(own for own, _, _ in rows) / 1000
     packages: dict[str, int] = {}
     for own, _, name in rows:
@@ -193,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                 missed.append(c.label)
         print(f"{c.label:<38} median {wall:7.1f} ms  {ratio:5.2f}x the peer{verdict}")
     for label, (total, rows) in imports.items():
-        print(f"\n{label}: {total:.0f} ms of imports (-X importtime, one run); heaviest by own time:")
+        print(
+            f"\n{label}: {total:.0f} ms of imports (-X importtime, one run); heaviest by own time:"
+        )
         for row in rows:
             print(f"  {row}")
     if missed:
