@@ -28,11 +28,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING
 
 from fleet.core.canary import canary_due
 from fleet.core.model import Capacity, CapacitySource, iso, parse_iso, utc
 from fleet.runner.statefile import read_state_file
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 CAPACITY_FILE = "capacity.json"
 
@@ -75,6 +78,10 @@ class LimitSignal:
 
 
 def _zone(tz: str) -> ZoneInfo | None:
+    # zoneinfo (and the sysconfig it reads) only for a limit text that names a zone: every
+    # command reads capacity files through this module, few of them ever name one.
+    from zoneinfo import ZoneInfo
+
     try:
         return ZoneInfo(tz.strip())
     except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
