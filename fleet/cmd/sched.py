@@ -98,5 +98,3 @@ def schedule(inv: str | None, apply: bool, as_json_: bool, timeline: bool = Fals
                 say(f"  #{w.issue}: {w.state} (p{w.predicate}) {printable(w.reason)}")
         if report.exit is not Exit.OK:
             raise fail(report.exit, f"sweep {report.outcome}: {plan.board_error or plan.summary()}")
-
-
