@@ -2,8 +2,10 @@
 
 Each worker is probed in parallel: check 8's three-token reach probe, the worker's PATH, the
 capacity file and the supervisor's unit list, in ONE round trip per worker once this command knows
-the worker's supervisor (the first probe of a worker makes it: a reach round trip, then the
-supervisor's own probe, so nothing is detected or installed on a worker that cannot be reached).
+the worker's supervisor. The first probe of a worker in a command learns it: an ``auto`` worker's
+systemd detection (a read, nothing more) rides in the reach round trip, and the supervisor's own
+probe follows once the worker has answered, so nothing is installed on a worker that cannot be
+reached.
 The fold matters because the dispatch path probes the whole fleet under the fleet lock for every
 launch (D4): each round trip saved there is saved once per launch (docs/performance.md). A worker
 that cannot be probed is UNREACHABLE with the reason — could-not-check, never "no units" (D20) — and
@@ -33,6 +35,7 @@ from fleet.core.model import (
     CapacitySource,
     Reach,
     Snapshot,
+    SupervisorKind,
     TransportKind,
     Unit,
     WorkerView,
@@ -41,7 +44,14 @@ from fleet.inventory import WorkerConfig
 from fleet.runner.capacity import CAPACITY_FILE, parse_capacity
 from fleet.runner.prestart import DEATHS_FILE, parse_deaths
 from fleet.transport import RunResult, TransportError, parse_reach, reach_command, remote_path
-from fleet.units import PortableSupervisor, Supervisor, SupervisorError, SystemdSupervisor
+from fleet.units import (
+    DETECT_TIMEOUT_S,
+    PortableSupervisor,
+    Supervisor,
+    SupervisorError,
+    SystemdSupervisor,
+    detect_command,
+)
 from fleet.units import portable as portable_units
 from fleet.units import systemd as systemd_units
 
@@ -50,11 +60,12 @@ _CAPACITY_MARK = "fleet-capacity:"  # the line after which the worker's capacity
 # One probe may not hang a sweep: a worker that does not answer in this long is unreachable.
 # 15 s is 100x the measured cold SSH connect (docs/facts.md: ~120-180 ms).
 PROBE_TIMEOUT_S = 15.0
-# The folded probe also lists units: the supervisors' own probe bound (30 s), the larger of the two.
-FOLDED_PROBE_TIMEOUT_S = max(PROBE_TIMEOUT_S, systemd_units.PROBE_TIMEOUT_S)
+# The folded probe also lists units or detects systemd: the larger of their own bounds (30 s).
+FOLDED_PROBE_TIMEOUT_S = max(PROBE_TIMEOUT_S, systemd_units.PROBE_TIMEOUT_S, DETECT_TIMEOUT_S)
 _UNITS_MARK = "fleet-units:"  # the supervisor's probe output follows, up to the end line
 _UNITS_END = "fleet-units-end rc="  # its exit status follows on the same line
 _DEATHS_MARK = "fleet-launch-deaths:"  # the worker's launch-death records follow (runner.prestart)
+_SYSTEMD_MARK = "fleet-systemd:"  # an auto worker's detection: yes (a user manager answers) or no
 
 
 def runner_check(w: WorkerConfig) -> str:
@@ -65,10 +76,15 @@ def runner_check(w: WorkerConfig) -> str:
 
 
 def probe_command(
-    w: WorkerConfig, *, units: str | None = None, runner_ok: bool | None = None
+    w: WorkerConfig,
+    *,
+    units: str | None = None,
+    runner_ok: bool | None = None,
+    detect: bool = False,
 ) -> str:
-    """Check 8's reach probe, the PATH, then (folded) ``units`` — a supervisor's probe command, run
-    in a subshell so its own ``exit`` ends only itself — then the capacity file. Exits 0.
+    """Check 8's reach probe, the PATH, then (``detect``) whether systemd answers for an ``auto``
+    worker, then (folded) ``units`` — a supervisor's probe command, run in a subshell so its own
+    ``exit`` ends only itself — then the capacity file. Exits 0.
 
     ``runner_ok``: the runner test's answer, already given by this box for the same interpreter
     and PATH (:func:`runner_group`); the probe then reports it instead of asking again."""
@@ -81,9 +97,15 @@ def probe_command(
         else ""
     )
     runner = runner_check(w) if runner_ok is None else ("true" if runner_ok else "false")
+    detection = (
+        f"if {detect_command()}; then echo {_SYSTEMD_MARK}yes; else echo {_SYSTEMD_MARK}no; fi; "
+        if detect
+        else ""
+    )
     return (
         reach_command(state_dir=w.state_dir, runner_check=runner)
         + f'echo "{_PATH_MARK}$PATH"; '
+        + detection
         + folded
         + f"echo {_DEATHS_MARK}; cat -- {deaths} 2>/dev/null; echo; "
         + f"echo {_CAPACITY_MARK}; cat -- {cap} 2>/dev/null; exit 0"
@@ -137,6 +159,16 @@ def split_probe(stdout: str) -> tuple[str, str, str | None]:
     return head, path, (text or None)
 
 
+def split_detection(head: str) -> SupervisorKind | None:
+    """The supervisor an ``auto`` worker's folded detection chose, or None when the probe carried
+    none (the caller then detects in a round trip of its own). Pure."""
+    for line in head.splitlines():
+        if line.startswith(_SYSTEMD_MARK):
+            answer = line[len(_SYSTEMD_MARK) :].strip()
+            return SupervisorKind.SYSTEMD if answer == "yes" else SupervisorKind.PORTABLE
+    return None
+
+
 def split_deaths(head: str) -> str:
     """The launch-death file's text: every line after its mark in the head of the probe. Pure."""
     _before, sep, after = head.partition(_DEATHS_MARK + "\n")
@@ -152,9 +184,10 @@ def probe_worker(
     warnings: list[str] = []
     known = ctx.known_supervisor(w.name)
     fold = folded_unit_probe(known) if known is not None else None
-    command = probe_command(w, units=fold[0] if fold else None, runner_ok=runner_ok)
+    detect = known is None and w.supervisor is SupervisorKind.AUTO
+    command = probe_command(w, units=fold[0] if fold else None, runner_ok=runner_ok, detect=detect)
     try:
-        timeout = FOLDED_PROBE_TIMEOUT_S if fold else PROBE_TIMEOUT_S
+        timeout = FOLDED_PROBE_TIMEOUT_S if fold or detect else PROBE_TIMEOUT_S
         result = ctx.transport(w).run(command, timeout=timeout)
     except TransportError as exc:
         ctx.forget(w.name)
@@ -183,7 +216,8 @@ def probe_worker(
         if fold is not None:
             units = fold[1](split_units(head, result.stderr))
         else:
-            units = ctx.supervisor(w).probe()
+            detected = split_detection(head) if detect else None
+            units = ctx.supervisor(w, kind=detected).probe()
     except (SupervisorError, TransportError) as exc:
         ctx.forget(w.name)
         return WorkerView(

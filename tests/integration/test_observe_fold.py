@@ -13,7 +13,7 @@ import pytest
 
 from fleet.context import FleetContext
 from fleet.core.markers import Kind
-from fleet.core.model import Reach
+from fleet.core.model import Reach, SupervisorKind
 from fleet.dispatch import dispatch
 from fleet.inventory import WorkerConfig, loads
 from fleet.observe import (
@@ -24,6 +24,7 @@ from fleet.observe import (
     split_units,
 )
 from fleet.transport import LocalTransport, RunResult, parse_reach, transport_for
+from fleet.units import detect_command
 from tests.integration.fleet_fixture import Fleet, has_marker, wait_for
 
 pytestmark = pytest.mark.timeout(120)
@@ -75,9 +76,11 @@ class _Counting:
 
     def __init__(self, inner: LocalTransport) -> None:
         self.inner, self.worker, self.commands = inner, inner.worker, 0
+        self.sent: list[str] = []
 
     def run(self, command, *, timeout=None, env=None):  # type: ignore[no-untyped-def]
         self.commands += 1
+        self.sent.append(command)
         return self.inner.run(command, timeout=timeout, env=env)
 
     def close(self) -> None:
@@ -168,3 +171,27 @@ def test_a_first_worker_that_never_ran_the_runner_test_answers_for_nobody(tmp_pa
         views = probe_fleet(ctx)
     assert [v.reach for v in views] == [Reach.NO_PERMISSION, Reach.OK, Reach.OK]
     assert _starts(py) == 2
+
+
+def test_an_auto_worker_is_detected_inside_its_first_probe(tmp_path: Path) -> None:
+    """``supervisor: auto`` asks whether systemd answers in the reach round trip, and chooses
+    what a detection of its own would have chosen."""
+    state = tmp_path / "w"
+    inv = loads(
+        f"workers:\n  - {{name: w, transport: local, supervisor: auto, path_prefix: [],"
+        f" python: '{sys.executable}', state_dir: '{state}'}}\n"
+    )
+    counting: dict[str, _Counting] = {}
+
+    def factory(w: WorkerConfig) -> _Counting:
+        counting[w.name] = _Counting(transport_for(w))  # type: ignore[arg-type]
+        return counting[w.name]
+
+    with FleetContext(inv, None, transport_factory=factory) as ctx:  # type: ignore[arg-type]
+        view, _ = probe_worker(ctx, inv.workers[0])
+        chosen = ctx.known_supervisor("w")
+    assert view.reach is Reach.OK and chosen is not None
+    systemd = transport_for(inv.workers[0]).run(detect_command()).ok
+    assert chosen.kind is (SupervisorKind.SYSTEMD if systemd else SupervisorKind.PORTABLE)
+    assert detect_command() in counting["w"].sent[0]
+    assert all(detect_command() not in c for c in counting["w"].sent[1:])
