@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -45,6 +46,7 @@ from fleet import inventory_builder  # noqa: E402 (after the path line above)
 from fleet.board import open_board  # noqa: E402
 from fleet.core.model import CIState  # noqa: E402
 from fleet.inventory import load  # noqa: E402
+from fleet.observe import runner_check  # noqa: E402
 
 GOAL = 1.5  # issue 13, goal 6: a cold command at most 1.5x a cold `import invoke`
 ISSUES = 5  # a few filed issues: the board read and the plan have something to show
@@ -57,11 +59,15 @@ TOP_IMPORTS = 12  # modules listed per command from -X importtime
 
 @dataclass(frozen=True)
 class Command:
-    """One measured command: its label, its argv, and whether the goal binds it."""
+    """One measured command: its label, its argv, the checkout it runs from (its ``tasks.py`` and
+    ``fleet``), and its part: ``peer``, ``goal`` (bound by the goal), ``before`` (the same command
+    from the ``--before`` checkout, shown beside it) or ``floor`` (a piece every such command
+    pays, shown for the reader)."""
 
     label: str
     argv: tuple[str, ...]
-    gated: bool
+    checkout: Path
+    part: str
 
 
 def write_fleet(root: Path) -> Path:
@@ -86,36 +92,50 @@ def write_fleet(root: Path) -> Path:
     return path
 
 
-def commands() -> tuple[Command, ...]:
-    """The peer first, then the commands: ``invoke`` and ``fleet`` are this interpreter's console
-    scripts, called directly (a version manager's shim in front would be timed too)."""
+def commands(inventory: Path, checkout: Path, before: Path | None) -> tuple[Command, ...]:
+    """The peer first, then the commands (and each again from ``before``), then two floors:
+    invoke with the fleet's collection and nothing else run (``invoke --list``), and check 8's
+    runner test, the interpreter start the probe makes on a local worker (once per interpreter:
+    fleet.observe.runner_group). ``invoke`` and ``fleet`` are this interpreter's console scripts,
+    called directly (a version manager's shim in front would be timed too)."""
     bindir = Path(sys.executable).parent
     invoke, fleet = str(bindir / "invoke"), str(bindir / "fleet")
     dry = ("dispatch", "--issue", "1", "--dry-run")
+    measured = (
+        ("invoke dispatch --issue 1 --dry-run", (invoke, *dry)),
+        ("invoke fleet-status", (invoke, "fleet-status")),
+        ("fleet dispatch --issue 1 --dry-run", (fleet, *dry)),
+        ("fleet fleet-status", (fleet, "fleet-status")),
+    )
+    runner_test = tuple(shlex.split(runner_check(load(inventory).workers[0])))
     return (
-        Command("python -c 'import invoke'", (sys.executable, "-c", "import invoke"), False),
-        Command("invoke dispatch --issue 1 --dry-run", (invoke, *dry), True),
-        Command("invoke fleet-status", (invoke, "fleet-status"), True),
-        Command("fleet dispatch --issue 1 --dry-run", (fleet, *dry), True),
-        Command("fleet fleet-status", (fleet, "fleet-status"), True),
+        Command(
+            "python -c 'import invoke'", (sys.executable, "-c", "import invoke"), checkout, "peer"
+        ),
+        *(Command(label, argv, checkout, "goal") for label, argv in measured),
+        *(
+            Command(f"before: {label}", argv, before, "before")
+            for label, argv in measured
+            if before is not None
+        ),
+        Command("floor: invoke --list", (invoke, "--list"), checkout, "floor"),
+        Command("floor: check 8's runner test", runner_test, checkout, "floor"),
     )
 
 
-def child_env(checkout: Path, inventory: Path, pycache: Path) -> dict[str, str]:
+def child_env(inventory: Path, pycache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(
-        PYTHONPATH=str(checkout),
-        PYTHONPYCACHEPREFIX=str(pycache),
-        FLEET_INVENTORY=str(inventory),
-    )
+    env.update(PYTHONPYCACHEPREFIX=str(pycache), FLEET_INVENTORY=str(inventory))
     return env
 
 
-def run_once(cmd: Command, env: dict[str, str], cwd: Path) -> float:
-    """One cold run's wall time; a non-zero exit is the bench's failure, not a figure."""
+def run_once(cmd: Command, env: dict[str, str]) -> float:
+    """One cold run's wall time, from its checkout; a non-zero exit is the bench's failure, not a
+    figure."""
+    env = {**env, "PYTHONPATH": str(cmd.checkout)}
     began = time.perf_counter()
     out = subprocess.run(
-        cmd.argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        cmd.argv, cwd=cmd.checkout, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
     )
     took = time.perf_counter() - began
     if out.returncode != 0:
@@ -123,22 +143,23 @@ def run_once(cmd: Command, env: dict[str, str], cwd: Path) -> float:
     return took
 
 
-def top_imports(cmd: Command, env: dict[str, str], cwd: Path) -> tuple[float, list[str]]:
+def top_imports(cmd: Command, env: dict[str, str]) -> tuple[float, list[str]]:
     """The command once under ``-X importtime``: its total import time, the packages summed by
     their modules' own (self) time, and the heaviest modules, in ms. Console scripts are Python
     files, so the interpreter runs them with the flag."""
     script = cmd.argv[1:] if cmd.argv[0] == sys.executable else cmd.argv
     argv = (sys.executable, "-X", "importtime", *script)
+    env = {**env, "PYTHONPATH": str(cmd.checkout)}
     out = subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        argv, cwd=cmd.checkout, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
     )
     rows: list[tuple[int, int, str]] = []
     for line in out.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
-        own, cumulative, name = line.removeprefix("import time:").split("|", 2)
+        own_us, cumulative_us, module = line.removeprefix("import time:").split("|", 2)
         # Imports racing in threads (the probe's workers) can print a negative own time: not a cost.
-        rows.append((max(int(own), 0), int(cumulative), name.strip()))
+        rows.append((max(int(own_us), 0), int(cumulative_us), module.strip()))
     total_ms = sum(own for own, _, _ in rows) / 1000
     packages: dict[str, int] = {}
     for own, _, name in rows:
@@ -156,43 +177,54 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=10, help=f"measured rounds (at most {MAX_ROUNDS})")
     p.add_argument("--checkout", type=Path, default=ROOT, help="the checkout whose commands run")
+    p.add_argument(
+        "--before",
+        type=Path,
+        help="another checkout (main, for a change's before) whose commands run in the same rounds",
+    )
     p.add_argument("--no-imports", action="store_true", help="skip the -X importtime listing")
     args = p.parse_args(argv)
     if not 1 <= args.rounds <= MAX_ROUNDS:
         p.error(f"--rounds must be between 1 and {MAX_ROUNDS}")
     checkout = args.checkout.resolve()
-    if not (checkout / "tasks.py").exists():
-        p.error(f"{checkout} has no tasks.py: not a checkout of fleet")
-    cmds = commands()
+    before = args.before.resolve() if args.before else None
+    for tree in (checkout, before):
+        if tree is not None and not (tree / "tasks.py").exists():
+            p.error(f"{tree} has no tasks.py: not a checkout of fleet")
     with tempfile.TemporaryDirectory(prefix="fleet-cold-bench-") as tmp:
         root = Path(tmp).resolve()
-        env = child_env(checkout, write_fleet(root / "fleet"), root / "pycache")
-        for cmd in cmds:  # warm-up: the bytecode cache, the workers' clones (check 9's first sync)
-            run_once(cmd, env, checkout)
+        inventory = write_fleet(root / "fleet")
+        cmds = commands(inventory, checkout, before)
+        env = child_env(inventory, root / "pycache")
+        for cmd in cmds:  # warm-up: the bytecode cache, the workers' state directories
+            run_once(cmd, env)
         walls: dict[str, list[float]] = {c.label: [] for c in cmds}
         ratios: dict[str, list[float]] = {c.label: [] for c in cmds}
         for r in range(args.rounds):
             # Rotate the order, so no command always runs right after the same neighbour.
             order = cmds[r % len(cmds) :] + cmds[: r % len(cmds)]
-            took = {c.label: run_once(c, env, checkout) for c in order}
+            took = {c.label: run_once(c, env) for c in order}
             for c in cmds:
                 walls[c.label].append(took[c.label])
                 ratios[c.label].append(took[c.label] / took[cmds[0].label])
-        imports = {} if args.no_imports else {c.label: top_imports(c, env, checkout) for c in cmds}
+        shown = [c for c in cmds if c.part in ("peer", "goal")]
+        imports = {} if args.no_imports else {c.label: top_imports(c, env) for c in shown}
         shutil.rmtree(root / "pycache", ignore_errors=True)
     load1 = os.getloadavg()[0]
     print(f"checkout {checkout}; {args.rounds} rounds; 1-minute load average {load1:.2f}")
+    if before is not None:
+        print(f"before: the same commands from {before}, in the same rounds")
     missed = []
     for c in cmds:
         wall = statistics.median(walls[c.label]) * 1000
         ratio = statistics.median(ratios[c.label])
         verdict = ""
-        if c.gated:
+        if c.part == "goal":
             ok = ratio <= GOAL
             verdict = f"  goal <= {GOAL}x: {'met' if ok else 'MISSED'}"
             if not ok:
                 missed.append(c.label)
-        print(f"{c.label:<38} median {wall:7.1f} ms  {ratio:5.2f}x the peer{verdict}")
+        print(f"{c.label:<46} median {wall:7.1f} ms  {ratio:5.2f}x the peer{verdict}")
     for label, (total, rows) in imports.items():
         print(
             f"\n{label}: {total:.0f} ms of imports (-X importtime, one run); heaviest by own time:"
