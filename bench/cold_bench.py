@@ -4,6 +4,8 @@ The goal: a cold ``invoke dispatch --issue K --dry-run`` and ``invoke fleet-stat
 embedded default take at most 1.5x a cold ``python -c "import invoke"``. A fleet command is an
 interpreter start plus invoke plus the fleet's own imports plus its work (the inventory, the board,
 one probe of each local worker); the peer is the first two, so the ratio is what the fleet adds.
+Two floors are measured beside them: ``invoke --list`` (invoke with the fleet's collection loaded,
+nothing run) and check 8's runner test, the interpreter start a probe of local workers makes.
 
 The fleet is a throwaway one in a temp directory, laid out as the embedded default
 (``inventory.yaml``): a SQLite board and a bare origin, three local workers under the ``auto``
@@ -16,12 +18,13 @@ ratio is each command's wall time over the same round's peer, and the figure is 
 rounds' ratios. Every child gets a bytecode cache in the temp directory (``PYTHONPYCACHEPREFIX``,
 ``PYTHONDONTWRITEBYTECODE`` cleared), warmed by one unmeasured round: a cold command is a fresh
 process, not a first compile. Each command's exit code is checked every time. Last, each command
-once under ``-X importtime``: its heaviest imports, so the next reader sees where the time goes.
+under ``-X importtime``: its heaviest imports, so the next reader sees where the time goes.
 
-    python bench/cold_bench.py [--rounds 10] [--checkout DIR]    # exits 1 when a goal is missed
+    python bench/cold_bench.py [--rounds 10] [--before DIR]    # exits 1 when a goal is missed
 
-``--checkout`` runs the commands from another checkout (its ``tasks.py``, its ``fleet`` package):
-the "before" of a change is this bench against a worktree of main.
+``--before`` runs the same commands from another checkout (its ``tasks.py``, its ``fleet``
+package) in the same rounds, so a change's before and after share the load: a worktree of main.
+``--checkout`` moves the "after" side to another checkout too.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ WORKERS = ("local", "local-2", "local-3")  # inventory.yaml's three local worker
 RUN_TIMEOUT_S = 60.0
 MAX_ROUNDS = 50  # the loop's bound, whatever --rounds says
 TOP_IMPORTS = 12  # modules listed per command from -X importtime
+IMPORT_RUNS = 3  # -X importtime runs per command; each module's least time is shown
 
 
 @dataclass(frozen=True)
@@ -144,32 +148,33 @@ def run_once(cmd: Command, env: dict[str, str]) -> float:
 
 
 def top_imports(cmd: Command, env: dict[str, str]) -> tuple[float, list[str]]:
-    """The command once under ``-X importtime``: its total import time, the packages summed by
-    their modules' own (self) time, and the heaviest modules, in ms. Console scripts are Python
-    files, so the interpreter runs them with the flag."""
+    """The command ``IMPORT_RUNS`` times under ``-X importtime``, each module's least own (self)
+    time kept (load on the box only adds): the total, the packages summed, and the heaviest
+    modules, in ms. Console scripts are Python files, so the interpreter runs them with the flag."""
     script = cmd.argv[1:] if cmd.argv[0] == sys.executable else cmd.argv
     argv = (sys.executable, "-X", "importtime", *script)
     env = {**env, "PYTHONPATH": str(cmd.checkout)}
-    out = subprocess.run(
-        argv, cwd=cmd.checkout, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
-    )
-    rows: list[tuple[int, int, str]] = []
-    for line in out.stderr.splitlines():
-        if not line.startswith("import time:") or "self [us]" in line:
-            continue
-        own_us, cumulative_us, module = line.removeprefix("import time:").split("|", 2)
-        # Imports racing in threads (the probe's workers) can print a negative own time: not a cost.
-        rows.append((max(int(own_us), 0), int(cumulative_us), module.strip()))
-    total_ms = sum(own for own, _, _ in rows) / 1000
+    least: dict[str, int] = {}
+    for _ in range(IMPORT_RUNS):
+        out = subprocess.run(
+            argv, cwd=cmd.checkout, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        )
+        for line in out.stderr.splitlines():
+            if not line.startswith("import time:") or "self [us]" in line:
+                continue
+            own_us, _cumulative, module = line.removeprefix("import time:").split("|", 2)
+            # Imports racing in the probe's threads can print a negative own time: not a cost.
+            own, name = max(int(own_us), 0), module.strip()
+            least[name] = min(own, least.get(name, own))
     packages: dict[str, int] = {}
-    for own, _, name in rows:
+    for name, own in least.items():
         top = name.split(".")[0]
         packages[top] = packages.get(top, 0) + own
     by_package = sorted(((us, top) for top, us in packages.items()), reverse=True)[:TOP_IMPORTS]
-    heaviest = sorted(rows, reverse=True)[:TOP_IMPORTS]
-    return total_ms, [
+    heaviest = sorted(((own, name) for name, own in least.items()), reverse=True)[:TOP_IMPORTS]
+    return sum(least.values()) / 1000, [
         "by package: " + ", ".join(f"{top} {us / 1000:.0f}" for us, top in by_package),
-        *(f"{own / 1000:6.1f} ms  {name}" for own, _, name in heaviest),
+        *(f"{own / 1000:6.1f} ms  {name}" for own, name in heaviest),
     ]
 
 
@@ -227,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{c.label:<46} median {wall:7.1f} ms  {ratio:5.2f}x the peer{verdict}")
     for label, (total, rows) in imports.items():
         print(
-            f"\n{label}: {total:.0f} ms of imports (-X importtime, one run); heaviest by own time:"
+            f"\n{label}: {total:.0f} ms of imports (-X importtime, least of {IMPORT_RUNS} runs); "
+            "heaviest by own time:"
         )
         for row in rows:
             print(f"  {row}")
