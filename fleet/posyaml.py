@@ -21,8 +21,13 @@ from typing import Any, ClassVar
 
 try:  # PyYAML proper: its libyaml parser when built with it
     import yaml
+
+    LIBYAML: bool = yaml.__with_libyaml__
 except ImportError:  # invoke's own copy of PyYAML, pure Python
     from invoke.util import yaml
+
+    # Its C parser, if any, is PyYAML's and would build PyYAML's node classes, not the copy's.
+    LIBYAML = False
 
 Position = tuple[int, int]  # 0-based (line, column)
 
@@ -98,7 +103,7 @@ for _tag, _pattern, _first in (
 ):
     _Resolver.add_implicit_resolver(_tag, re.compile(_pattern, re.X), list(_first))
 
-if getattr(yaml, "__with_libyaml__", False):
+if LIBYAML:
 
     class _Composer(yaml.cyaml.CParser, _Resolver):
         def __init__(self, text: str) -> None:

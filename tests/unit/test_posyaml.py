@@ -7,8 +7,10 @@ So ruamel is the reference here: the same values, the same position for every ke
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import math
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -190,3 +192,29 @@ def test_a_document_it_refuses_is_refused_at_a_place(
 def test_an_alias_to_its_own_anchor_ends() -> None:
     doc = posyaml.load("a: &x [1, *x]\n")
     assert doc["a"][1] is doc["a"]
+
+
+def _places(doc: Any) -> list[object]:
+    """Every position a document read by posyaml records, in order."""
+    if isinstance(doc, dict):
+        return [doc.pos, *((k, doc.at.get(k), *_places(v)) for k, v in doc.items())]  # type: ignore[attr-defined]
+    if isinstance(doc, list):
+        return [doc.pos, doc.items_at, *(p for v in doc for p in _places(v))]  # type: ignore[attr-defined]
+    return []
+
+
+def test_without_pyyaml_invokes_copy_reads_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A box without PyYAML (a worker's runner venv) parses with the pure-Python copy invoke
+    carries: the same values at the same places, the same refusals."""
+    monkeypatch.setitem(sys.modules, "yaml", None)  # `import yaml` now raises ImportError
+    spec = importlib.util.find_spec("fleet.posyaml")
+    assert spec is not None and spec.loader is not None
+    pure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pure)
+    assert pure.yaml.__name__ != "yaml" and not pure.LIBYAML
+    for text in DOCS.values():
+        ours, theirs = pure.load(text), posyaml.load(text)
+        assert ours == theirs and _places(ours) == _places(theirs)
+    with pytest.raises(pure.YAMLFault) as caught:
+        pure.load("a: 1\na: 2\n")
+    assert caught.value.pos == (1, 0)
