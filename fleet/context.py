@@ -57,7 +57,9 @@ class FleetContext:
                 self._transports[w.name] = t
             return t
 
-    def supervisor(self, w: WorkerConfig) -> Supervisor:
+    def supervisor(self, w: WorkerConfig, *, kind: SupervisorKind | None = None) -> Supervisor:
+        """The worker's supervisor, made once per command. ``kind``: what an ``auto`` worker's
+        probe already detected (fleet.observe), so no second round trip asks again."""
         with self._guard:
             s = self._supervisors.get(w.name)
         if s is None:
@@ -68,7 +70,7 @@ class FleetContext:
                 master=w.master or "",
                 state_dir=f"{w.state_dir}/units",
                 python=w.python,
-                kind=w.supervisor,
+                kind=kind or w.supervisor,
                 notify=True,  # D3 property 4: OnFailure= is a free alarm
             )
             if s.kind == SupervisorKind.SYSTEMD:

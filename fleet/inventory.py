@@ -3,9 +3,10 @@
 The inventory is the one place an operator writes down the fleet, so a mistake in it must stop the
 program with a pointer, not change its behaviour: every error names ``file:line:column`` and the
 shape that was expected, and an unknown key is an error at every level (a typo such as ``prot:``
-for ``port:`` would otherwise silently fall back to a default). ruamel.yaml's round-trip loader
-keeps the position of every key and value, and keeps the operator's comments and key order when
-:func:`add_worker` edits the file.
+for ``port:`` would otherwise silently fall back to a default). Every command reads the inventory
+first, so it is parsed by :mod:`fleet.posyaml` (libyaml, the position of every key, value and item
+kept); ruamel.yaml's round-trip loader is loaded only when :func:`add_worker` edits the file, and
+keeps the operator's comments and key order.
 
 Paths: relative paths on this box (board, lock, halt, state, and the clone/state/runner paths of a
 *local* worker) resolve against the inventory file's directory, with ``~`` expanded and symlinks
@@ -27,16 +28,17 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, overload
+from typing import TYPE_CHECKING, Any, NoReturn, overload
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.util import load_yaml_guess_indent
-
+from fleet import posyaml
 from fleet.agentkinds import AgentKind, detect_kind
 from fleet.core.model import Policy, SupervisorKind, TransportKind
 from fleet.core.trust import ASSOCIATIONS, DEFAULT_ASSOCIATIONS, Trust, fold
+from fleet.posyaml import Map, Seq
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
 
 ENV_VAR = "FLEET_INVENTORY"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"  # worker names and lanes: safe in unit names, paths, shells
@@ -197,7 +199,7 @@ class _Node:
 
     file: str
     where: str  # "" for the top level, else e.g. "workers[0]"
-    data: CommentedMap
+    data: Map
     pos: tuple[int, int]  # 0-based (line, column) of the mapping, for a missing key
 
     def fail(self, pos: tuple[int, int], message: str) -> NoReturn:
@@ -209,12 +211,12 @@ class _Node:
     def key_pos(self, key: object) -> tuple[int, int]:
         """Where ``key`` is written; a key merged in from an anchor (``<<: *x``) has no position
         of its own in this mapping, so the mapping's is used."""
-        where = (self.data.lc.data or {}).get(key)
-        return (where[0], where[1]) if where else self.pos
+        where = self.data.at.get(key)
+        return where[0] if where else self.pos
 
     def value_pos(self, key: str) -> tuple[int, int]:
-        where = (self.data.lc.data or {}).get(key)
-        return (where[2], where[3]) if where else self.pos
+        where = self.data.at.get(key)
+        return where[1] if where else self.pos
 
     def only(self, allowed: tuple[str, ...], hint: str = "") -> None:
         """Unknown keys are errors: a typo must not silently fall back to a default."""
@@ -233,14 +235,14 @@ class _Node:
         value = self.data.get(key)
         if value is None:
             pos = self.key_pos(key) if key in self.data else self.pos
-            return _Node(self.file, self.label(key), CommentedMap(), pos)
-        if not isinstance(value, CommentedMap):
+            return _Node(self.file, self.label(key), Map(pos), pos)
+        if not isinstance(value, Map):
             self.fail(
                 self.value_pos(key),
                 f"{self.label(key)}: expected a mapping with keys {', '.join(allowed)}, "
                 f"got {_describe(value)}",
             )
-        return _Node(self.file, self.label(key), value, (value.lc.line, value.lc.col))
+        return _Node(self.file, self.label(key), value, value.pos)
 
     def get(
         self,
@@ -302,15 +304,14 @@ class _Node:
         if key not in self.data:
             return default
         value = self.data[key]
-        if not isinstance(value, CommentedSeq) or (not empty and len(value) == 0):
+        if not isinstance(value, Seq) or (not empty and len(value) == 0):
             self.fail(
                 self.value_pos(key), f"{self.label(key)}: expected {shape}, got {_describe(value)}"
             )
         for i, item in enumerate(value):
             if not ok(item):
-                line, column = value.lc.item(i)
                 self.fail(
-                    (line, column),
+                    value.items_at[i],
                     f"{self.label(key)}[{i}]: expected {shape}, got {_describe(item)}",
                 )
         return tuple(str(v) if isinstance(v, str) else v for v in value)
@@ -400,9 +401,8 @@ def _trust(top: _Node, board: BoardConfig) -> Trust:
     agents = node.items("agent_logins", (), logins, _is_text, empty=True)
     for i, login in enumerate(agents):
         if fold(login) == fold(board.identity):
-            line, column = node.data["agent_logins"].lc.item(i)
             node.fail(
-                (line, column),
+                node.data["agent_logins"].items_at[i],
                 f"trust.agent_logins[{i}]: {login!r} is the board's identity, the login that posts "
                 "the fleet's markers (expected the agents' own logins: an agent holding the "
                 "fleet's credential could write its own queue state)",
@@ -442,7 +442,7 @@ def _policy(top: _Node) -> tuple[_Node, dict[str, Any]]:
 
 
 def _worker(
-    seq: CommentedSeq, i: int, top: _Node, base: Path, max_run_s: int, warnings: list[str]
+    seq: Seq, i: int, top: _Node, base: Path, max_run_s: int, warnings: list[str]
 ) -> WorkerConfig:
     node = _worker_node(seq, i, top)
     name = node.name("name", None, required=True)
@@ -496,18 +496,17 @@ def _worker(
     )
 
 
-def _worker_node(seq: CommentedSeq, i: int, top: _Node) -> _Node:
+def _worker_node(seq: Seq, i: int, top: _Node) -> _Node:
     """``workers[i]``, refused at its own position unless it is a mapping of known keys."""
     value = seq[i]
     where = f"workers[{i}]"
-    if not isinstance(value, CommentedMap):
-        line, column = seq.lc.item(i)
+    if not isinstance(value, Map):
         top.fail(
-            (line, column),
+            seq.items_at[i],
             f"{where}: expected a mapping with keys {', '.join(WORKER_KEYS)}, "
             f"got {_describe(value)}",
         )
-    node = _Node(top.file, where, value, (value.lc.line, value.lc.col))
+    node = _Node(top.file, where, value, value.pos)
     node.only(WORKER_KEYS)
     return node
 
@@ -552,7 +551,7 @@ def _workers(
     seq = top.data.get("workers")
     if seq is None and not required:
         return ()
-    if not isinstance(seq, CommentedSeq) or (required and len(seq) == 0):
+    if not isinstance(seq, Seq) or (required and len(seq) == 0):
         pos = top.value_pos("workers") if "workers" in top.data else top.pos
         top.fail(
             pos,
@@ -563,7 +562,7 @@ def _workers(
     first: dict[str, int] = {}
     for i, w in enumerate(workers):
         if w.name in first:
-            item = _Node(top.file, f"workers[{i}]", seq[i], (seq[i].lc.line, seq[i].lc.col))
+            item = _Node(top.file, f"workers[{i}]", seq[i], seq[i].pos)
             top.fail(
                 item.value_pos("name"),
                 f"workers[{i}].name: duplicate worker name {w.name!r} (first at "
@@ -577,7 +576,9 @@ def _workers(
 
 
 def _yaml() -> YAML:
-    """A round-trip loader: positions for errors, comments and quotes kept for edits."""
+    """A round-trip loader for edits: comments and quotes kept."""
+    from ruamel.yaml import YAML
+
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096  # never re-wrap an operator's long line on an edit
@@ -590,6 +591,22 @@ def _represent_null(representer: Any, _: None) -> Any:
 
 
 def _parse(text: str, file: str) -> Any:
+    try:
+        return posyaml.load(text)
+    except posyaml.YAMLFault as exc:
+        line, column = exc.pos
+        raise InventoryError(
+            file,
+            line + 1,
+            column + 1,
+            f"YAML syntax error: {exc.problem} (expected a YAML mapping)",
+        ) from None
+
+
+def _parse_for_edit(text: str, file: str) -> Any:
+    """The document as ruamel's round-trip tree, to edit and dump with its comments."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     try:
         return _yaml().load(text)
     except MarkedYAMLError as exc:
@@ -614,12 +631,12 @@ def _read(path: Path) -> str:
 
 def _build(doc: Any, file: str, *, require_workers: bool = True) -> Inventory:
     base = Path(file).parent
-    if not isinstance(doc, CommentedMap):
+    if not isinstance(doc, Map):
         what = "an empty file" if doc is None else _describe(doc)
         raise InventoryError(
             file, 1, 1, f"expected a mapping with keys {', '.join(TOP_KEYS)}, got {what}"
         )
-    top = _Node(file, "", doc, (doc.lc.line, doc.lc.col))
+    top = _Node(file, "", doc, doc.pos)
     top.only(TOP_KEYS)
     board = _board(top, base)
     policy_node, policy_fields = _policy(top)
@@ -674,6 +691,8 @@ def default_path() -> Path:
 
 
 def _to_yaml(value: object) -> object:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, list | tuple):
@@ -693,10 +712,13 @@ def add_worker(path: str | os.PathLike[str], fields: Mapping[str, object]) -> No
     values are left out (the default applies). Positions in an error about the new worker are
     those of the file as it would be after the edit.
     """
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.util import load_yaml_guess_indent
+
     file = os.fspath(path)
     text = _read(Path(file))
-    doc = _parse(text, file)
-    _build(doc, file, require_workers=False)  # the existing file must be valid on its own
+    _build(_parse(text, file), file, require_workers=False)  # the file must be valid on its own
+    doc = _parse_for_edit(text, file)
     workers = doc.get("workers")
     if workers is None:
         workers = CommentedSeq()
@@ -725,6 +747,8 @@ def add_worker(path: str | os.PathLike[str], fields: Mapping[str, object]) -> No
 
 
 def _mapping_indent(doc: CommentedMap, fallback: int) -> int:
+    from ruamel.yaml.comments import CommentedMap
+
     for value in doc.values():
         if isinstance(value, CommentedMap) and value and not value.fa.flow_style():
             return int(value.lc.col) or fallback

@@ -20,7 +20,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, stated_reset
+from fleet.agentkinds.kind import AgentKind
+from fleet.agentkinds.report import AgentReport, ErrorClass, clip, stated_reset
 from fleet.runner.capacity import _LIMIT, _reset_from
 from fleet.runner.envelope import Capture, CaptureKind, Envelope, json_objects, parse_capture
 from fleet.runner.retry import transient_signature

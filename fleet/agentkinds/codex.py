@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass, clip, json_reader
+from fleet.agentkinds.kind import AgentKind
+from fleet.agentkinds.report import AgentReport, ErrorClass, clip, json_reader
 from fleet.runner.envelope import CaptureKind
 from fleet.runner.retry import transient_signature
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fleet.agentkinds.report import AgentKind, AgentReport, ErrorClass
+from fleet.agentkinds.kind import AgentKind
+from fleet.agentkinds.report import AgentReport, ErrorClass
 from fleet.runner.envelope import CaptureKind
 
 KIND = AgentKind.PLAIN

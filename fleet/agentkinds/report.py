@@ -20,19 +20,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from fleet.agentkinds.kind import AgentKind
 from fleet.core.model import CapacitySource, utc
 from fleet.runner.capacity import LimitSignal
 from fleet.runner.envelope import CaptureKind, json_objects, over_budget_detail
 
 # A quote in a marker or a state file: enough to recognise, short enough for one status line.
 EVIDENCE_CHARS = 300
-
-
-class AgentKind(StrEnum):
-    CLAUDE = "claude"
-    CODEX = "codex"
-    GEMINI = "gemini"
-    PLAIN = "plain"
 
 
 class ErrorClass(StrEnum):

@@ -51,7 +51,7 @@ def doctor(c, json=False, no_probe=False, inventory=None):
 )
 def fleet_status(c, json=False, issue=None, cost=False, watch=False, every=None, inventory=None):
     """Every worker and every open issue, each with its state and why it is not moving."""
-    from fleet.cmd.sched import status, watch_status
+    from fleet.cmd.status import status, watch_status
 
     number = int(issue) if issue else None
     if watch and json:
@@ -93,7 +93,7 @@ def timeline(c, since="24h", issue=None, out=None, png=False, inventory=None):
     }
 )
 def dispatch(c, issue, worker=None, dry_run=False, json=False, ignore_ci=False, inventory=None):
-    from fleet.cmd.sched import dispatch_cmd
+    from fleet.cmd.dispatch import dispatch_cmd
 
     dispatch_cmd(inventory, int(issue), worker, dry_run, json, ignore_ci)
 

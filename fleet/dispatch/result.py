@@ -8,7 +8,7 @@ JSON object name the check that said no.
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -21,7 +21,9 @@ def new_run_id(now: float | None = None) -> str:
     """A run has an id; a unit does not: worktrees, traces and logs carry this, and a unit name is
     only ever the lock (``task-N``)."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
-    return f"{stamp}-{secrets.token_hex(3)}"
+    # What secrets.token_hex(3) returns, without importing secrets (hmac, hashlib) into every
+    # dispatch, a dry run included.
+    return f"{stamp}-{os.urandom(3).hex()}"
 
 
 class Outcome(StrEnum):

@@ -34,8 +34,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-import portalocker
-
 from fleet.transport import Stream, StreamOpener, TransportError, shell_path
 
 # How long a dispatcher waits behind another before LockTimeout. A probe + launch under the lock
@@ -211,6 +209,10 @@ class FleetLock(_ReportingLock):
     def _wait_for(self, fh: TextIO, deadline: float, started: float) -> str:
         """Poll a non-blocking exclusive lock: "held", "failed" (warned) or "replaced";
         raises :class:`LockTimeout` past ``deadline``."""
+        # portalocker (and the importlib.metadata it reads at import) only once a lock is taken:
+        # a command that never locks — fleet-status, a dry run — starts without it.
+        import portalocker
+
         flags = portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
         while True:
             try:
@@ -252,6 +254,8 @@ class FleetLock(_ReportingLock):
         fh, self._fh = self._fh, None
         if fh is None:
             return
+        import portalocker  # already loaded: the lock was taken through it
+
         try:
             if self._writable:
                 try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import os
 import select
@@ -350,7 +349,7 @@ def _launch(
         main = subprocess.Popen(
             spec["argv"], env=_unit_env(spec["env"]), cwd=spec.get("cwd") or None,
             stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, process_group=0,
-            preexec_fn=functools.partial(procs.die_with_parent, signal.SIGTERM, os.getpid()),
+            preexec_fn=procs.die_with_parent(signal.SIGTERM, os.getpid()),
         )  # fmt: skip
     except OSError as exc:
         os.unlink(paths.state)

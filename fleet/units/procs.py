@@ -15,14 +15,14 @@ Linux only (``/proc``, ``prctl``); the ``struct flock`` layout below is the 64-b
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
 import signal
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 # struct flock on 64-bit Linux: short l_type, short l_whence, (pad) off_t l_start, off_t l_len,
 # pid_t l_pid, (pad) — 32 bytes. F_GETLK writes all of it back.
@@ -69,23 +69,38 @@ def lock_holder(path: str) -> int | None:
     return l_pid if l_pid > 0 else -1  # -1: held, by a process outside our pid namespace
 
 
+def _libc() -> Any:
+    """libc through ctypes, imported here rather than at the top: the dispatcher reads unit
+    records through this module (fleet.units.__main__'s probe) and never calls prctl."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def become_subreaper() -> None:
     """Make orphaned descendants re-parent to this process instead of init (D3's whole tree)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    import ctypes
+
+    if _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(err)}")
 
 
-def die_with_parent(sig: int, parent: int) -> None:
-    """In a freshly forked child (Popen's ``preexec_fn``): receive ``sig`` when the supervisor
-    dies. A crashed supervisor frees the name at once (D4); without this its main process would
-    run on unsupervised while a new claim of the same name launches a second run of the issue.
-    If the parent is already gone, exit at once instead of exec'ing an orphan."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(128 + sig)
+def die_with_parent(sig: int, parent: int) -> Callable[[], None]:
+    """For Popen's ``preexec_fn``, built in the supervisor: the returned function, run in the
+    freshly forked child, makes it receive ``sig`` when the supervisor dies. A crashed supervisor
+    frees the name at once (D4); without this its main process would run on unsupervised while a
+    new claim of the same name launches a second run of the issue. If the parent is already
+    gone, the child exits at once instead of exec'ing an orphan. libc is loaded here, before the
+    fork: the child only calls it (no import between fork and exec)."""
+    libc = _libc()
+
+    def in_child() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(128 + sig)
+
+    return in_child
 
 
 def _stat_fields(pid: int) -> tuple[int, str, int] | None:

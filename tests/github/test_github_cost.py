@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleet.board.github.features import ServerFeatures
-from fleet.cmd.sched import status
+from fleet.cmd.status import status
 from tests.github.backend import commands_on, github_board
 from tests.github.replay import Replayer
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.cmd.sched import status
+from fleet.cmd.status import status
 from tests.github.backend import commands_on
 from tests.github.replay import Replayer
 

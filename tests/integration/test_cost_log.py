@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.cmd.sched import status
+from fleet.cmd.status import status
 from fleet.core import cost
 from fleet.roles.sweeper import tick
 from fleet.trace import read_trace

@@ -239,18 +239,6 @@ def test_sigkill_of_the_supervisor_frees_the_name_at_once(state_dir: Path) -> No
     assert wait_for(lambda: gone(stale["pid"]), 5)
 
 
-def test_the_worker_side_starts_without_fabric() -> None:
-    """Every claim and probe starts an interpreter on the worker: it must stay light."""
-    code = "import sys, fleet.units.__main__; print('fabric' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": ROOT},
-    )
-    assert out.stdout.strip() == "False", out.stderr
-
-
 def test_max_run_time_ends_the_unit_with_the_named_result_timeout(state_dir: Path) -> None:
     sup = make(state_dir)
     began = time.monotonic()
