@@ -36,13 +36,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from fleet.core.model import issue_of, unit_name
+from fleet.core.names import issue_of, unit_name
 from fleet.units import procs
-from fleet.units.portable import START_EXITS
-from fleet.units.record import UnitRecord
+from fleet.units.record import START_EXITS, UnitRecord
 
 # How long `start` waits for the supervisor's handshake: interpreter start (~50 ms idle, 1–2 s
 # measured on a box at load 9), the lock and
@@ -69,7 +67,9 @@ LOOP_WAKE_S = 1.0
 # the caller's environment, and PATH is the detail that bites on day one).
 INHERITED_ENV = ("HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TZ", "XDG_RUNTIME_DIR")
 
-PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+# The directory holding the ``fleet`` package this module was loaded from: the supervisor is
+# started with it first on PYTHONPATH, so it runs this very code.
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 def _now_iso() -> str:
