@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from fleet.core.names import unit_name
@@ -178,7 +177,7 @@ def _launch(
         os.unlink(paths.state)
         handshake.send("failed", None, f"exec {spec['argv'][0]!r} failed: {exc}")
         return None
-    record = replace(record, state="active", pid=main.pid, start_us=start_us, started_at=started_at)
+    record = record._replace(state="active", pid=main.pid, start_us=start_us, started_at=started_at)
     write_json(paths.state, record.to_json())
     handshake.send("launched", record, f"{unit_name(issue)} launched as pid {main.pid}")
     print(f"fleet-units: {unit_name(issue)} main pid {main.pid}", flush=True)
@@ -216,7 +215,7 @@ def _collect(
 ) -> None:
     """Kill what is left of the tree, record why the run ended (``task-N.result.json``), run the
     notifier on a failure, and remove the state file: the name is then free."""
-    write_json(paths.state, replace(record, state="deactivating", result=result).to_json())
+    write_json(paths.state, record._replace(state="deactivating", result=result).to_json())
     grace = float(spec.get("kill_grace_s") or DEFAULT_KILL_GRACE_S)
     if result == "stopped":
         request = read_json(paths.stop) or {}
