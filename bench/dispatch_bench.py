@@ -2,8 +2,9 @@
 
 Reads ``DispatchResult.timings``: ``probe_to_live_s`` (the fleet-wide probe, check 6, through the
 unit-name claim, check 10) and ``lock_held_s`` (how long the fleet lock is held, D4 — the window
-every other dispatcher waits on). Prints median and p95 of both. Each run is waited out before the
-next dispatch, so every figure is one dispatch on an idle worker.
+every other dispatcher waits on). Prints median and p95 of both. Each run is waited out (its
+terminal marker, its unit collected) before the next dispatch, so every figure is one dispatch on
+an idle worker.
 
 Its peer, taken just before each dispatch in the same loop so that both see the same load, is the
 floor of that window: the cheapest process start a claim could need (the worker's Python with no
@@ -34,7 +35,7 @@ from fleet.inventory import WorkerConfig, load
 
 # A no-op run is a runner start plus a few git commands (~1 s locally); this bounds a wedged one.
 RUN_DEADLINE_S = 30.0
-POLL_S = 0.1  # board poll period while waiting for a run's terminal marker
+POLL_S = 0.1  # poll period while waiting for a run's terminal marker and its unit's collection
 GOAL_P50_S = 0.100  # issue 13, goal 2: guard-to-launch median on the embedded default
 
 
@@ -43,11 +44,17 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _wait_terminal(ctx: FleetContext, number: int) -> bool:
+def _wait_idle(ctx: FleetContext, w: WorkerConfig, number: int) -> bool:
+    """Until the run posted its terminal marker and its unit was collected (the name free, the
+    supervisor gone): the next dispatch then meets an idle worker, and the temporary directory is
+    not removed under a supervisor still writing its result."""
     end = time.monotonic() + RUN_DEADLINE_S
     while time.monotonic() < end:
         issue = ctx.board.issue(number)
-        if issue is not None and any(m.kind in TERMINAL for m in history(issue, "fleet").markers):
+        ended = issue is not None and any(
+            m.kind in TERMINAL for m in history(issue, "fleet").markers
+        )
+        if ended and not ctx.supervisor(w).probe():
             return True
         time.sleep(POLL_S)
     return False
@@ -98,9 +105,10 @@ def run(count: int, root: Path) -> int:
                 continue
             probe.append(r.timings["probe_to_live_s"])
             held.append(r.timings["lock_held_s"])
-            if not _wait_terminal(ctx, n):
+            if not _wait_idle(ctx, w1, n):
                 print(
-                    f"bench: #{n} had no terminal marker after {RUN_DEADLINE_S}s", file=sys.stderr
+                    f"bench: #{n} was not ended and collected after {RUN_DEADLINE_S}s",
+                    file=sys.stderr,
                 )
     if not probe:
         print("bench: no dispatch launched", file=sys.stderr)
