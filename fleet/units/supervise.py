@@ -94,7 +94,10 @@ def _supervise(directory: str, spec: dict[str, Any], handshake: _Handshake) -> i
             record = describe_holder(paths, issue, holder)
             code = "held-finished" if record.state == "deactivating" else "held-live"
             handshake.send(code, record, f"{unit_name(issue)} is held by pid {holder}")
-            return 0
+            # A loser holds nothing and has nothing to flush (its stdio is /dev/null), and
+            # `start` reaps it under the fleet lock: it leaves now, not through the
+            # interpreter's teardown (7-15 ms of a held-live refusal, measured under load).
+            os._exit(0)
     else:
         handshake.send("failed", None, "the name lock changed hands three times in a row")
         return 1
