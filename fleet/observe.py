@@ -45,7 +45,6 @@ from fleet.runner.capacity import CAPACITY_FILE, parse_capacity
 from fleet.runner.prestart import DEATHS_FILE, parse_deaths
 from fleet.transport import RunResult, TransportError, parse_reach, reach_command, remote_path
 from fleet.units import (
-    DETECT_TIMEOUT_S,
     PortableSupervisor,
     Supervisor,
     SupervisorError,
@@ -54,6 +53,7 @@ from fleet.units import (
 )
 from fleet.units import portable as portable_units
 from fleet.units import systemd as systemd_units
+from fleet.units.choose import DETECT_TIMEOUT_S
 
 _PATH_MARK = "fleet-path:"  # the worker's repaired PATH follows on the same line
 _CAPACITY_MARK = "fleet-capacity:"  # the line after which the worker's capacity file follows

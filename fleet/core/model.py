@@ -8,11 +8,15 @@ pull requests by time is how completion is attributed (D16).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 
+# The unit name (D4) lives in fleet.core.names, which the worker side loads alone; re-exported.
+from fleet.core.names import UNIT_PREFIX as UNIT_PREFIX
+from fleet.core.names import check_issue as check_issue
+from fleet.core.names import issue_of as issue_of
+from fleet.core.names import unit_name as unit_name
 from fleet.core.trust import EVERYONE, Trust
 
 
@@ -250,33 +254,6 @@ class SupervisorKind(StrEnum):
     AUTO = "auto"
     SYSTEMD = "systemd"
     PORTABLE = "portable"
-
-
-# -- the unit name: the lock (D4) ---------------------------------------------------------------
-UNIT_PREFIX = "task-"
-_UNIT_RE = re.compile(r"^task-([1-9][0-9]*)(?:\.service)?$")
-
-
-def check_issue(issue: int) -> int:
-    """Refuse anything but a positive int issue number (bad input gets a clear error)."""
-    if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
-        raise ValueError(f"issue must be a positive int, got {issue!r}")
-    return issue
-
-
-def unit_name(issue: int) -> str:
-    """``task-<issue>``: zero entropy, because the name *is* the lock (D4)."""
-    return f"{UNIT_PREFIX}{check_issue(issue)}"
-
-
-def issue_of(name: str) -> int | None:
-    """The issue number in a unit name (``task-42`` or ``task-42.service``); None if it is not one.
-
-    Every unit name this parser meets must round-trip: entropy in the name once made the
-    anti-duplicate predicate silently extract nothing from eleven live units (D4, D20).
-    """
-    match = _UNIT_RE.match(name.strip())
-    return int(match.group(1)) if match else None
 
 
 @dataclass(frozen=True)

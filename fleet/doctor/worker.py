@@ -89,7 +89,8 @@ def _supervisor(w: WorkerFacts) -> list[str]:
             + _line("lingering", "fail", "no-linger", "lingering is off for ", Sh('"$(id -un)"'))
             + "; fi",
         ]
-    code = "import fleet.units"
+    # The worker side itself: the package alone proves little, it loads its names on first use.
+    code = "import fleet.units.__main__"
     return [
         f"if {shlex.quote(w.python)} -c {shlex.quote(code)} >/dev/null 2>&1; then "
         + _line("supervisor", "pass", "ok", "portable supervisor importable")

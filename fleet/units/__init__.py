@@ -1,34 +1,39 @@
 """Named, supervised units ``task-<issue>`` on a worker (D3, D4), behind one Supervisor Protocol.
 
-Two backends, chosen per worker (the inventory may force one): systemd ``--user`` where the
-master's user manager answers, else the portable supervisor (``python -m fleet.units``), which
-gives the same guarantees with a kernel lock, a detached subreaper and a run time limit.
+Two backends, chosen per worker (the inventory may force one; ``choose.py``): systemd ``--user``
+where the master's user manager answers, else the portable supervisor (``python -m fleet.units``),
+which gives the same guarantees with a kernel lock, a detached subreaper and a run time limit.
+
+This package is also the portable supervisor's worker side, started once per claim, and Python
+runs a package's ``__init__`` before its ``__main__``: so the names below load on first use
+(PEP 562) and a supervising process imports only its own modules (``__main__``, ``procs``,
+``record``, ``fleet.core.names``), not the dispatcher side's backends and value types.
 """
 
 from __future__ import annotations
 
-import shlex
+import importlib
 from typing import TYPE_CHECKING
 
-from fleet.core.model import SupervisorKind, issue_of, unit_name
-from fleet.units.base import (
-    Claim,
-    ClaimCode,
-    StopResult,
-    Supervisor,
-    SupervisorError,
-    UnitsParseError,
-)
-from fleet.units.portable import PortableSupervisor
-from fleet.units.systemd import (
-    NOTIFIER_TEMPLATE,
-    SystemdSupervisor,
-    notifier_install_command,
-    notifier_unit_text,
-)
+from fleet.core.names import issue_of, unit_name
 
-if TYPE_CHECKING:  # the worker side (python -m fleet.units) must start without fabric
-    from fleet.transport import Transport
+if TYPE_CHECKING:
+    from fleet.units.base import (
+        Claim,
+        ClaimCode,
+        StopResult,
+        Supervisor,
+        SupervisorError,
+        UnitsParseError,
+    )
+    from fleet.units.choose import KINDS, choose_supervisor, detect_command
+    from fleet.units.portable import PortableSupervisor
+    from fleet.units.systemd import (
+        NOTIFIER_TEMPLATE,
+        SystemdSupervisor,
+        notifier_install_command,
+        notifier_unit_text,
+    )
 
 __all__ = [
     "KINDS",
@@ -49,54 +54,30 @@ __all__ = [
     "unit_name",
 ]
 
-KINDS = tuple(SupervisorKind)
-# Bounds the detection round trip: show-environment answers in milliseconds or not at all.
-DETECT_TIMEOUT_S = 20.0
+# Where each lazily loaded name is defined.
+_HOMES = {
+    "Claim": "base",
+    "ClaimCode": "base",
+    "StopResult": "base",
+    "Supervisor": "base",
+    "SupervisorError": "base",
+    "UnitsParseError": "base",
+    "KINDS": "choose",
+    "choose_supervisor": "choose",
+    "detect_command": "choose",
+    "PortableSupervisor": "portable",
+    "NOTIFIER_TEMPLATE": "systemd",
+    "SystemdSupervisor": "systemd",
+    "notifier_install_command": "systemd",
+    "notifier_unit_text": "systemd",
+}
 
+if not TYPE_CHECKING:  # mypy reads the imports above; an unknown name stays an error for it
 
-def detect_command() -> str:
-    """Succeeds only where a systemd user manager answers over this transport (no bus = fail)."""
-    return "systemctl --user show-environment >/dev/null 2>&1"
-
-
-def choose_supervisor(
-    transport: Transport,
-    *,
-    worker: str,
-    master: str,
-    state_dir: str,
-    python: str,
-    kind: SupervisorKind = SupervisorKind.AUTO,
-    notify: bool = False,
-) -> Supervisor:
-    """The worker's supervisor: ``kind`` from the inventory, or ``auto`` — systemd when
-    ``systemctl --user show-environment`` works over this transport, else portable.
-
-    ``notify`` wires the on-failure alarm (D3 property 4): systemd's ``OnFailure=`` points at
-    :data:`NOTIFIER_TEMPLATE` (install it first), the portable supervisor runs the same
-    ``python -m fleet.units notify``. A TransportError from the detection propagates: an
-    unreachable worker is not a worker without systemd (D20).
-    """
-    if kind not in KINDS:
-        names = tuple(k.value for k in KINDS)
-        raise ValueError(f"supervisor kind must be one of {names}, got {kind!r}")
-    if kind == SupervisorKind.AUTO:
-        kind = (
-            SupervisorKind.SYSTEMD
-            if transport.run(detect_command(), timeout=DETECT_TIMEOUT_S).ok
-            else SupervisorKind.PORTABLE
-        )
-    if kind == SupervisorKind.SYSTEMD:
-        notifier = NOTIFIER_TEMPLATE if notify else None
-        return SystemdSupervisor(transport, worker=worker, master=master, notifier=notifier)
-    portable_notifier = (
-        shlex.join([python, "-m", "fleet.units", "notify"]) + ' "$FLEET_UNIT"' if notify else None
-    )
-    return PortableSupervisor(
-        transport,
-        worker=worker,
-        master=master,
-        state_dir=state_dir,
-        python=python,
-        notifier=portable_notifier,
-    )
+    def __getattr__(name: str) -> object:
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+        globals()[name] = value  # the next lookup finds it without this function
+        return value

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fleet.core.model import SupervisorKind, Unit, check_issue
+from fleet.core.model import SupervisorKind, Unit, check_issue, parse_iso
 from fleet.units.base import (
     Claim,
     ClaimCode,
@@ -24,20 +24,13 @@ from fleet.units.base import (
     check_start_args,
     start_each,
 )
-from fleet.units.record import UnitRecord
+from fleet.units.record import START_EXITS, UnitRecord
 
 if TYPE_CHECKING:  # the worker side imports this package: keep fabric out of its start-up
     from fleet.transport import RunResult, Transport
 
 WORKER_MODULE = "fleet.units"
 
-# Exit codes of the worker's `start`, one per outcome (D20); stdout carries the same code in JSON.
-START_EXITS: dict[str, int] = {
-    "launched": 0,
-    "held-live": 3,
-    "held-finished": 4,
-    "failed": 5,
-}
 _CLAIM_CODES = {
     "launched": ClaimCode.LAUNCHED,
     "held-live": ClaimCode.HELD_LIVE,
@@ -113,9 +106,23 @@ def last_json_object(text: str) -> dict[str, Any] | None:
 
 
 def unit_from_record(record: object, *, worker: str, master: str) -> Unit | None:
-    """A worker's record -> Unit; None when it is not a record or names no issue."""
+    """A worker's record -> Unit; None when it is not a record or names no issue. An unreadable
+    wall-clock start reads as unknown, never as a guessed time."""
     parsed = UnitRecord.from_json(record)
-    return None if parsed is None else parsed.unit(worker=worker, master=master)
+    if parsed is None:
+        return None
+    try:
+        started = parse_iso(parsed.started_at) if parsed.started_at else None
+    except ValueError:
+        started = None
+    return Unit(
+        issue=parsed.issue,
+        worker=worker,
+        master=master,
+        state=parsed.state,
+        start_us=parsed.start_us,
+        started_at=started,
+    )
 
 
 def _tail(text: str, limit: int = 500) -> str:

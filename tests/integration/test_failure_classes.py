@@ -85,9 +85,9 @@ def _python_whose_supervisor_will_not_start(tmp_path: Path) -> str:
     wrapper = tmp_path / "python-broken-start"
     wrapper.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" = -m ] && [ "$2" = fleet.units ] && { [ "$3" = start ] || [ "$3" = supervise ]; }; then\n'
-        "  echo \"ModuleNotFoundError: No module named 'fleet.units.start'\" >&2; exit 1\n"
-        "fi\n"
+        'case " $* " in *" -m fleet.units start "* | *" -m fleet.units.supervise "*)\n'
+        "  echo \"ModuleNotFoundError: No module named 'fleet.units.start'\" >&2; exit 1;;\n"
+        "esac\n"
         f'exec {sys.executable} "$@"\n',
         encoding="utf-8",
     )

@@ -22,6 +22,7 @@ import pytest
 import fleet
 from fleet.transport import RunResult, TransportError
 from fleet.units import ClaimCode, PortableSupervisor, choose_supervisor
+from fleet.units import __main__ as units_main
 from fleet.units.portable import build_start_command
 
 ROOT = str(Path(fleet.__file__).resolve().parents[1])
@@ -237,6 +238,29 @@ def test_sigkill_of_the_supervisor_frees_the_name_at_once(state_dir: Path) -> No
     assert fresh["supervisor_pid"] != stale["supervisor_pid"]
     # The crashed run's main process does not run on beside the new one (parent-death signal).
     assert wait_for(lambda: gone(stale["pid"]), 5)
+
+
+def test_the_supervising_process_loads_only_the_standard_library_and_its_own_modules() -> None:
+    """A local claim waits on the supervisor's start-up (issue 13, goal 2): started the way a claim
+    starts it (its flags, fleet from PACKAGE_ROOT alone), it imports none of the dispatcher side
+    (board, dispatch, transport, the model's value types) and nothing from site-packages."""
+    code = "import sys, fleet.units.supervise; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, *units_main.SUPERVISOR_FLAGS, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": units_main.PACKAGE_ROOT},
+    )
+    assert out.returncode == 0, out.stderr
+    loaded = set(out.stdout.split())
+    assert {m for m in loaded if m.split(".")[0] == "fleet"} == {
+        "fleet", "fleet.core", "fleet.core.names", "fleet.units", "fleet.units.procs",
+        "fleet.units.record", "fleet.units.state", "fleet.units.supervise",
+    }  # fmt: skip
+    top = {m.split(".")[0] for m in loaded} - {"__main__"}  # the -c script itself
+    foreign = top - set(sys.stdlib_module_names) - {"fleet"}
+    assert foreign == set(), foreign  # httpx, fabric, invoke and every .pth hook stay out
+    assert "site" not in loaded and "argparse" not in loaded
 
 
 def test_max_run_time_ends_the_unit_with_the_named_result_timeout(state_dir: Path) -> None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import fleet.units
 from fleet.transport import RunResult
 from fleet.units import (
     ClaimCode,
@@ -23,6 +25,7 @@ from fleet.units import (
     UnitsParseError,
     issue_of,
     portable,
+    supervise,
     systemd,
     unit_name,
 )
@@ -137,6 +140,38 @@ def test_portable_probe_and_stop_commands_parse_on_the_worker() -> None:
     )
     assert (probe.command, probe.dir) == ("probe", "/s d")
     assert (stop.command, stop.issue, stop.timeout_s) == ("stop", 5, 2.0)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--dir", "/s"],
+        ["--dir", "/s", "--handshake-fd", "three"],
+        ["--dir", "/s", "--fd", "3"],
+        ["--dir", "/s", "--handshake-fd", "3", "--dir"],
+    ],
+)
+def test_the_supervising_process_refuses_any_other_command_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its one caller passes exactly --dir and --handshake-fd; anything else is a usage error,
+    before it reads a spec or touches a lock (start then reads the missing handshake as 43)."""
+    assert supervise.main(argv) == 2
+    assert "usage: python -m fleet.units.supervise" in capsys.readouterr().err
+
+
+def test_fleet_units_loads_each_backend_on_first_use_and_knows_no_other_name() -> None:
+    """The package is the worker side's entry too: importing it must not load the backends."""
+    code = (
+        "import sys, fleet.units as u; before = 'fleet.units.systemd' in sys.modules; "
+        "u.SystemdSupervisor; print(before, 'fleet.units.systemd' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "True"], out.stderr
+    name = "SystemdSupervisr"
+    with pytest.raises(AttributeError, match="has no attribute 'SystemdSupervisr'"):
+        getattr(fleet.units, name)
 
 
 # -- portable: parsers ---------------------------------------------------------------------------
