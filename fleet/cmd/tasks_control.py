@@ -14,6 +14,21 @@ from fleet.cmd.shared_help import INV
 WHO = {"author": "who is setting it (default: $USER)"}
 
 
+def _clearing(name: str, switch: str, doc: str) -> Task:
+    """The task that ends PAUSE or DRAIN: one command on two flag files (``clear_flag`` removes
+    the file and names the switches still on). ``switch`` is the ``SwitchName`` value, so this
+    module loads no switch code until the task runs."""
+
+    def body(c, inventory=None):
+        from fleet.cmd.control import clear_flag
+        from fleet.control.switches import SwitchName
+
+        clear_flag(inventory, SwitchName(switch))
+
+    body.__doc__ = doc
+    return Task(body, name=name, help=INV)
+
+
 @task(help={**INV, **WHO, "reason": "why (required: printed on every halt line)"})
 def halt(c, reason, author=None, inventory=None):
     """Write the halt file: nothing is dispatched until `resume` (the first kill switch)."""
@@ -38,13 +53,7 @@ def pause(c, reason="", author=None, inventory=None):
     run(inventory, reason, author)
 
 
-@task(help=INV)
-def unpause(c, inventory=None):
-    """End the pause."""
-    from fleet.cmd.control import clear_flag
-    from fleet.control.switches import SwitchName
-
-    clear_flag(inventory, SwitchName.PAUSE)
+unpause = _clearing("unpause", "PAUSE", "End the pause.")
 
 
 @task(
@@ -75,13 +84,7 @@ def drain(c, reason="", author=None, wait=None, poll=None, json=False, inventory
     )
 
 
-@task(help=INV)
-def undrain(c, inventory=None):
-    """End the drain: dispatching resumes."""
-    from fleet.cmd.control import clear_flag
-    from fleet.control.switches import SwitchName
-
-    clear_flag(inventory, SwitchName.DRAIN)
+undrain = _clearing("undrain", "DRAIN", "End the drain: dispatching resumes.")
 
 
 @task(

@@ -39,9 +39,6 @@ class SwitchName(StrEnum):
     DRAIN = "DRAIN"
 
 
-# fleet.cmd.tasks_control imports these two names; they are the members, not second definitions.
-
-
 @dataclass(frozen=True)
 class Switch:
     """One file switch that is on: who set it, why, and since when (its mtime)."""

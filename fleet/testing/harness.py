@@ -745,31 +745,7 @@ def inventory_data(
             "the workers could not reach the board and the origin"
         )
     remote = runner_remote or str(board_dir / "fleet.git")
-    workers = []
-    for ep in info.endpoints():
-        home = f"/home/{ep.master}"
-        workers.append(
-            inventory_builder.worker(
-                ep.name,
-                transport="ssh",
-                host="127.0.0.1",
-                port=ep.port,
-                master=ep.master,
-                lane=ep.container.name,
-                clone=f"{home}/{work}/target",
-                runner_clone=f"{home}/{RUNNER_CLONE}",
-                runner_remote=remote,
-                # D3: the unit does not inherit PATH; the venv first so `python` is fleet's python.
-                path_prefix=[str(Path(VENV_PYTHON).parent), "~/.local/bin"],
-                agent="python -m fleet.agents.demo",
-                supervisor="systemd",
-                key=info.key,
-                known_hosts=info.known_hosts,
-                state_dir=f"{home}/{work}/state",
-                python=VENV_PYTHON,
-                max_run_s=max_run_s,
-            )
-        )
+    workers = [_worker_data(info, ep, remote, work, max_run_s) for ep in info.endpoints()]
     return inventory_builder.inventory(
         board=inventory_builder.local_board(board_dir / "board.sqlite3", board_dir / "origin.git"),
         lock=state_dir / "fleet.lock",
@@ -777,6 +753,34 @@ def inventory_data(
         policy=policy,
         state_dir=state_dir,
         workers=workers,
+    )
+
+
+def _worker_data(
+    info: HarnessInfo, ep: Endpoint, runner_remote: str, work: str, max_run_s: int
+) -> dict[str, object]:
+    """One endpoint's inventory worker: over SSH to its container's published port, as its own
+    master, with its clone and state under ``~/<work>`` and the shared runner clone."""
+    home = f"/home/{ep.master}"
+    return inventory_builder.worker(
+        ep.name,
+        transport="ssh",
+        host="127.0.0.1",
+        port=ep.port,
+        master=ep.master,
+        lane=ep.container.name,
+        clone=f"{home}/{work}/target",
+        runner_clone=f"{home}/{RUNNER_CLONE}",
+        runner_remote=runner_remote,
+        # D3: the unit does not inherit PATH; the venv first so `python` is fleet's python.
+        path_prefix=[str(Path(VENV_PYTHON).parent), "~/.local/bin"],
+        agent="python -m fleet.agents.demo",
+        supervisor="systemd",
+        key=info.key,
+        known_hosts=info.known_hosts,
+        state_dir=f"{home}/{work}/state",
+        python=VENV_PYTHON,
+        max_run_s=max_run_s,
     )
 
 

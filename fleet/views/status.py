@@ -76,6 +76,14 @@ def _stamp(t: datetime) -> str:
     return t.isoformat(timespec="seconds")
 
 
+def _since(then: datetime | None, now: datetime) -> tuple[str | None, str | None]:
+    """A row's ``since`` and ``age``: the wall-clock stamp and how long ago, or neither when the
+    time is not known."""
+    if then is None:
+        return None, None
+    return _stamp(then), _ago(now, then)
+
+
 def heartbeat_line(hb: dict[str, Any] | None, now: datetime, period_s: int) -> str:
     """Fresh and idle = nothing to do; stale or missing = the sweeper is not running (D14)."""
     if hb is None:
@@ -210,8 +218,15 @@ def field_json(row: Any) -> dict[str, Any]:
     return {f.name: value(getattr(row, f.name)) for f in fields(row)}
 
 
+class FieldRow:
+    """A row whose JSON is :func:`field_json` of itself: what most rows say in ``--json``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return field_json(self)
+
+
 @dataclass(frozen=True)
-class ItemRow:
+class ItemRow(FieldRow):
     """One open issue as fleet-status shows it: its state word, the predicate holding it (None for
     an eligible item), the reason in the operator's words, the switch holding an eligible item
     back, its title, and the steering the fleet did not obey (issue 16)."""
@@ -229,9 +244,6 @@ class ItemRow:
         reason, title = printable(self.reason), printable(self.title)  # board text: one line each
         head = f"  #{self.issue:<5} {self.state:<12} {pred:<4} {reason}  — {title}"
         return [head] + [f"  {'':<6} {'':<12} {'':<4} NOT OBEYED — {i}" for i in self.ignored]
-
-    def to_json(self) -> dict[str, Any]:
-        return field_json(self)
 
 
 def item_rows(snap: Snapshot, plan: Plan, switches: Switches | None = None) -> tuple[ItemRow, ...]:
@@ -296,7 +308,7 @@ def _worker_reason(v: WorkerView, now: datetime) -> str:
 
 
 @dataclass(frozen=True)
-class UnitRow:
+class UnitRow(FieldRow):
     """One supervised unit on a worker: the supervisor's state word, and since when (wall clock)."""
 
     issue: int
@@ -312,12 +324,9 @@ class UnitRow:
         since = f" since {self.since} ({self.age} ago)" if self.since else ""
         return f"{unit_name(self.issue)}{at} {self.state}{since}"
 
-    def to_json(self) -> dict[str, Any]:
-        return field_json(self)
-
 
 @dataclass(frozen=True)
-class WorkerRow:
+class WorkerRow(FieldRow):
     """One worker: healthy, dark, canary, unreachable or check 8's other answer, why, its units."""
 
     name: str
@@ -331,14 +340,9 @@ class WorkerRow:
         extra = f" ({self.reason})" if self.reason else ""
         return f"  {self.name:<12} lane={self.lane:<10} {self.state}{extra}; {units}"
 
-    def to_json(self) -> dict[str, Any]:
-        return field_json(self)
-
 
 def _unit_row(u: Unit, now: datetime) -> UnitRow:
-    since = _stamp(u.started_at) if u.started_at else None
-    age = _ago(now, u.started_at) if u.started_at else None
-    return UnitRow(u.issue, u.master, u.state, u.live, u.start_us, since, age)
+    return UnitRow(u.issue, u.master, u.state, u.live, u.start_us, *_since(u.started_at, now))
 
 
 def worker_rows(snap: Snapshot) -> tuple[WorkerRow, ...]:
@@ -393,33 +397,25 @@ class FlagRow:
 def _flag_row(s: Switch | None, now: datetime) -> FlagRow:
     if s is None:
         return FlagRow(on=False)
-    since = _stamp(s.since) if s.since else None
-    age = _ago(now, s.since) if s.since else None
-    return FlagRow(True, s.path, s.reason, s.author, since, age)
+    return FlagRow(True, s.path, s.reason, s.author, *_since(s.since, now))
 
 
 @dataclass(frozen=True)
-class HaltFileRow:
+class HaltFileRow(FieldRow):
     on: bool
     lines: tuple[str, ...]  # one halt line per halt the file holds
 
-    def to_json(self) -> dict[str, Any]:
-        return field_json(self)
-
 
 @dataclass(frozen=True)
-class HaltIssueRow:
+class HaltIssueRow(FieldRow):
     on: bool
     title: str  # the halt issue's title (policy.halt_title)
     lines: tuple[str, ...]  # one halt line per halt issue obeyed
     ignored: tuple[str, ...]  # the halt issues not obeyed (issue 16)
 
-    def to_json(self) -> dict[str, Any]:
-        return field_json(self)
-
 
 @dataclass(frozen=True)
-class SwitchRows:
+class SwitchRows(FieldRow):
     """Every switch, on or off."""
 
     halt_file: HaltFileRow
@@ -440,9 +436,6 @@ class SwitchRows:
         lines.append(self.pause.line("PAUSE", "only cancels are decided; live runs go on"))
         lines.append(self.drain.line("DRAIN", "no new work starts; in-flight runs finish"))
         return lines
-
-    def to_json(self) -> dict[str, Any]:
-        return field_json(self)
 
 
 def switch_rows(snap: Snapshot, plan: Plan, switches: Switches | None) -> SwitchRows:

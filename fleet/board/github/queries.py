@@ -45,6 +45,13 @@ PROJECT_FIELDS = 50  # fields on the board; GitHub allows 50 custom fields per p
 _RATE = "rateLimit { cost remaining resetAt }"
 _REF = "number state repository { nameWithOwner }"
 
+# One comment as every read of an issue's comments sees it: the page's last comments and the
+# older pages behind them are parsed alike, so they ask for the same fields.
+COMMENT_FIELDS = """fragment CommentFields on IssueComment {
+  databaseId author { login } authorAssociation body createdAt
+}
+"""
+
 # One issue as every read sees it. ``__typename`` is asked wherever a union or interface is
 # narrowed, so the answer says which fragment applied (the fixture checker needs it too).
 ISSUE_FIELDS = f"""
@@ -87,10 +94,7 @@ fragment IssueFields on Issue {{
     }}
   }}
 }}
-fragment CommentFields on IssueComment {{
-  databaseId author {{ login }} authorAssociation body createdAt
-}}
-"""
+{COMMENT_FIELDS}"""
 
 # The board's Status and Lane: Status is single-select (predicate 1); Lane may be single-select or
 # text (docs/github.md), so both shapes are read.
@@ -190,10 +194,7 @@ query OlderComments($id: ID!, $before: String!) {{
     }}
   }}
 }}
-fragment CommentFields on IssueComment {{
-  databaseId author {{ login }} authorAssociation body createdAt
-}}
-"""
+{COMMENT_FIELDS}"""
 
 # D2/D16: who would close this issue. ``includeClosedPrs`` keeps a closed-unmerged PR visible, so
 # "merged" is checked here, by us, never inferred from the list being non-empty.
