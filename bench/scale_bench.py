@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -54,12 +55,25 @@ def run_probe(bf_ctx: FleetContext, info: harness.HarnessInfo) -> dict[str, floa
     probe_fleet(bf_ctx)  # connections open and supervisors known, as before a lock is taken
     walls: list[float] = []
     cpu0 = sum(container_cpu_ns(info).values())
+    own0 = _own_cpu_s()
     for _ in range(PROBES):
         t0 = time.monotonic()
         probe_fleet(bf_ctx, units_only=True)
         walls.append(time.monotonic() - t0)
     cpu = (sum(container_cpu_ns(info).values()) - cpu0) / 1e9 / PROBES
-    return {"median_s": statistics.median(walls), "p95_s": quantile(walls, 0.95), "cpu_s": cpu}
+    own = (_own_cpu_s() - own0) / PROBES
+    return {
+        "median_s": statistics.median(walls),
+        "p95_s": quantile(walls, 0.95),
+        "cpu_s": cpu,
+        "controller_cpu_s": own,
+    }
+
+
+def _own_cpu_s() -> float:
+    """This process's CPU: the dispatcher's side of a probe (its threads, SSH, parsing)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -91,6 +105,7 @@ def show(rows: list[dict[str, object]]) -> dict[str, tuple[float, float]]:
         "masters  guard p50/p95 ms  floor p50 ms  hold p50 ms  probe ms (CPU ms)  sweep s (hold s)"
     )
     series: dict[str, list[float]] = {"guard": [], "hold": [], "probe": [], "probe_cpu": []}
+    series["probe_ctl_cpu"] = []
     series |= {"floor": [], "sweep": [], "sweep_hold": []}
     for r in rows:
         g, p, s = r["guard"], r["probe"], r["sweep"]
@@ -101,6 +116,7 @@ def show(rows: list[dict[str, object]]) -> dict[str, tuple[float, float]]:
             "floor": g["floor_s"]["median"] * 1000,
             "probe": p["median_s"] * 1000,
             "probe_cpu": p["cpu_s"] * 1000,
+            "probe_ctl_cpu": p["controller_cpu_s"] * 1000,
             "sweep": s["wall_s"],
             "sweep_hold": s["lock_held_s"]["median"],
         }
