@@ -71,6 +71,13 @@ def plot(runs: list[dict[str, object]], png: Path) -> None:
     right.plot(
         xs, [get(r, "guard", "probe_to_live_s", "p95") * 1000 for r in runs], "s--", label="p95"
     )
+    if all(isinstance(g := r.get("guard"), dict) and g.get("floor_s") for r in runs):
+        right.plot(
+            xs,
+            [get(r, "guard", "floor_s", "median") * 1000 for r in runs],
+            "^:",
+            label="floor median (one list + one start, one master)",
+        )
     right.set_title("guard-to-launch: duplicate probe -> unit live")
     right.set_ylabel("milliseconds (dispatch() one at a time)")
     right.set_ylim(bottom=0)
