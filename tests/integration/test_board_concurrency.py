@@ -41,6 +41,7 @@ def _writer(path: str, issues: list[int], proc: int, barrier: object) -> None:
 
 
 @pytest.mark.timeout(DEADLINE_S + 30)
+@pytest.mark.slow
 def test_eight_processes_lose_no_comment_and_keep_time_order(tmp_path: Path) -> None:
     board = LocalBoard.create(tmp_path / "board.db", None)
     issues = [board.create_issue(f"shared {k}") for k in range(ISSUES)]

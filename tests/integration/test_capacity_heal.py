@@ -63,6 +63,7 @@ def _wait_path(path: Path) -> None:
     _wait_until(f"{path} there", path.exists)
 
 
+@pytest.mark.slow
 def test_a_clean_run_that_started_before_the_worker_went_dark_does_not_heal_it(
     tmp_path: Path,
 ) -> None:

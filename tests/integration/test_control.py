@@ -125,6 +125,7 @@ def last_marker(f: Fleet, n: int):  # type: ignore[no-untyped-def]
 
 
 # -- kill switches ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_halt_with_a_reason_stops_schedule_apply_before_any_board_write(fleet: Fleet) -> None:
     n = fleet.board.create_issue("Add a greeting")
     r = fleet_cli(fleet, "halt", "--reason", "forge migration", "--author", "ops")
@@ -184,6 +185,7 @@ def test_every_halt_stops_schedule_apply_before_any_board_write(fleet: Fleet, sw
 
 
 # -- cancel ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cancel_ends_a_hanging_agent_and_its_children_even_while_halted_and_paused(
     fleet: Fleet,
 ) -> None:
@@ -255,6 +257,7 @@ def test_cancel_names_a_worker_it_could_not_check(tmp_path: Path) -> None:
 
 
 # -- pause and drain -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_pause_refuses_dispatch_until_unpaused(fleet: Fleet) -> None:
     n = fleet.board.create_issue("plain work")
     r = fleet_cli(fleet, "pause", "--reason", "vendor outage", "--author", "ops")
@@ -271,6 +274,7 @@ def test_pause_refuses_dispatch_until_unpaused(fleet: Fleet) -> None:
     wait_for(fleet.board, n, has_marker(Kind.SUCCESS))
 
 
+@pytest.mark.slow
 def test_drain_refuses_new_work_and_reports_idle_only_once_the_run_ends(fleet: Fleet) -> None:
     n = fleet.board.create_issue("Fault: hang", "body", labels=["demo:hang"])
     assert dispatch(fleet.ctx, n, worker="w1").launched

@@ -262,6 +262,7 @@ def test_every_kind_merges_its_pr_and_reads_as_a_clean_run(fleet: Fleet, agent: 
     assert (r.capture.turns is None) is (agent is P)
 
 
+@pytest.mark.slow
 def test_hang_mode_runs_until_killed_with_a_child(fleet: Fleet) -> None:
     n = fleet.board.create_issue("Hang", labels=["demo:hang"])
     wt = _worktree(fleet, "h1")

@@ -58,6 +58,7 @@ def end_states(inventory: Path) -> dict[str, str]:
 @pytest.mark.parametrize(
     "agent", [a if a == "claude" else pytest.param(a, marks=pytest.mark.stress) for a in AGENTS]
 )
+@pytest.mark.slow
 def test_every_agent_kind_drains_the_sample_board_to_the_same_end_states(
     tmp_path: Path, agent: str
 ) -> None:

@@ -124,6 +124,7 @@ def test_a_run_live_elsewhere_is_refused_by_check_6_under_the_lock(fleet: Fleet)
         fleet.stop("w1", held)
 
 
+@pytest.mark.slow
 def test_a_tick_hands_its_whole_plan_to_the_one_path_as_one_batch(fleet: Fleet) -> None:
     """The sweeper's plan reaches ``dispatch_batch`` in one call: one lock hold covers every claim
     of the tick, and each launch says the batch it came in."""
@@ -138,6 +139,7 @@ def test_a_tick_hands_its_whole_plan_to_the_one_path_as_one_batch(fleet: Fleet) 
         wait_for(fleet.board, n, _done)
 
 
+@pytest.mark.slow
 def test_two_ticks_at_once_launch_each_planned_issue_exactly_once(fleet: Fleet) -> None:
     """Two sweepers tick over the same plan at the same moment, on two boxes: their engine claims
     live in their own state directories, so only what they share decides — the one path's

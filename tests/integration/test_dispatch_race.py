@@ -128,11 +128,13 @@ def _race(f: Fleet, workers: tuple[str, str], rounds: int, loser_code: Exit) -> 
         pytest.param(ROUNDS, id="stress", marks=pytest.mark.stress),
     ],
 )
+@pytest.mark.slow
 def test_cross_worker_race_launches_exactly_once_per_round(two_workers: Fleet, rounds: int) -> None:
     winners = _race(two_workers, ("w1", "w2"), rounds, Exit.HELD_OTHER_WORKER)
     assert sum(winners.values()) == rounds
 
 
+@pytest.mark.slow
 def test_same_worker_race_is_decided_by_the_name_claim(two_workers: Fleet) -> None:
     winners = _race(two_workers, ("w1", "w1"), SAME_WORKER_ROUNDS, Exit.HELD_LIVE)
     assert winners == Counter({"w1": SAME_WORKER_ROUNDS})

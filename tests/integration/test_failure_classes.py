@@ -42,6 +42,7 @@ def _events(f: Fleet) -> list[dict[str, object]]:
     return read_trace(trace) if trace.exists() else []
 
 
+@pytest.mark.slow
 def test_a_retry_class_refusal_is_dispatched_again_and_launches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

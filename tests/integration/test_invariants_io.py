@@ -261,6 +261,7 @@ def test_check_6_live_on_another_worker_writes_nothing(tmp_path: Path) -> None:
             f.stop("w1", n)
 
 
+@pytest.mark.slow
 def test_check_10_held_by_a_finished_unit_writes_nothing(tmp_path: Path) -> None:
     """The unit's main process exited but a leftover ignores SIGTERM: the name is held by a
     finished unit still unloading (the portable supervisor's kill grace keeps it deactivating)."""

@@ -53,6 +53,7 @@ def _launch_once(f, n: int) -> bool:  # type: ignore[no-untyped-def]
     return True
 
 
+@pytest.mark.slow
 def test_launches_that_die_before_the_start_marker_stop_at_the_cap(tmp_path: Path) -> None:
     clone = tmp_path.resolve() / "workers" / "w1" / "runner"
     extra = {"runner_clone": str(clone), "runner_remote": str(tmp_path / "no-such-remote.git")}

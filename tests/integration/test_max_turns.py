@@ -45,6 +45,7 @@ def _fleet(root: Path, kind: str) -> Fleet:
         ("codex", "the runner stopped the agent after"),
     ],
 )
+@pytest.mark.slow
 def test_a_looping_agent_ends_at_the_turn_bound_with_a_named_outcome(
     tmp_path: Path, kind: str, how: str
 ) -> None:

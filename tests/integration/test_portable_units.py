@@ -142,6 +142,7 @@ def test_second_start_of_a_live_name_is_held_live_and_only_one_process_ran(
     assert ran.read_text() == "x\n"
 
 
+@pytest.mark.slow
 def test_eight_racing_starts_of_one_name_launch_exactly_once(
     state_dir: Path, tmp_path: Path
 ) -> None:
@@ -275,6 +276,7 @@ def test_max_run_time_ends_the_unit_with_the_named_result_timeout(state_dir: Pat
     assert outcome["end_us"] - outcome["start_us"] >= 1_000_000
 
 
+@pytest.mark.slow
 def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(state_dir: Path) -> None:
     sup = make(state_dir, kill_grace_s=0.5)
     argv = ["bash", "-c", "trap '' TERM; sleep 300"]
@@ -312,6 +314,7 @@ def test_clean_exit_runs_no_notifier_and_the_unit_is_collected(
     )
 
 
+@pytest.mark.slow
 def test_a_finished_run_still_killing_leftovers_is_held_finished(state_dir: Path) -> None:
     """Main exited, a leftover ignores SIGTERM: the name is held by a finished run (check 10)."""
     sup = make(state_dir, kill_grace_s=5)  # long enough for a probe and a start on a busy box

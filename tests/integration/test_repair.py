@@ -87,6 +87,7 @@ def whole_tree(f: Fleet, worker: str, n: int) -> set[int]:
     return pids
 
 
+@pytest.mark.slow
 def test_repair_keeps_the_older_unit_and_stops_the_other(fleet: Fleet) -> None:
     n = fleet.board.create_issue("Fault: hang", "body", labels=["demo:hang"])
     try:

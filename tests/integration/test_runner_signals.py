@@ -18,6 +18,7 @@ pytestmark = pytest.mark.timeout(90)
 SETTLE_S = 1.0  # after the stopped marker: long enough for a stray late success to land
 
 
+@pytest.mark.slow
 def test_sigterm_posts_stopped_and_claims_nothing(fleet: Fleet) -> None:
     n = fleet.board.create_issue("Fault: hang", "body", labels=["demo:hang"])
     r = dispatch(fleet.ctx, n, worker="w1")

@@ -214,6 +214,7 @@ def _until_no_reader(fifo: Path, deadline: float) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_clone_moved_by_another_run_after_this_one_started_still_reexecutes(
     tmp_path: Path,
 ) -> None:
@@ -540,6 +541,7 @@ def _wedge(f: Fleet, n: int) -> None:
     os.mkfifo(units / f"task-{n}.log")
 
 
+@pytest.mark.slow
 def test_a_claim_that_gets_no_answer_is_unconfirmed_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -560,6 +562,7 @@ def test_a_claim_that_gets_no_answer_is_unconfirmed_and_writes_nothing(
         assert [u for u in f.ctx.supervisor(worker(f)).probe() if u.issue == n and u.live] == []
 
 
+@pytest.mark.slow
 def test_a_wedged_local_supervisor_is_killed_and_its_claim_is_a_supervisor_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

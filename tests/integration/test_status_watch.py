@@ -52,6 +52,7 @@ def fleet(tmp_path):
         f.ctx.close()
 
 
+@pytest.mark.slow
 def test_in_a_terminal_it_redraws_in_place_until_ctrl_c(fleet, tmp_path):
     if shutil.which("tmux") is None:
         pytest.fail("tmux is not installed: the terminal path is tested in a real terminal")

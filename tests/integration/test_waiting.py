@@ -51,6 +51,7 @@ def test_a_child_running_past_the_timeout_is_none_and_still_running(how: str) ->
             p.wait()
 
 
+@pytest.mark.slow
 def test_a_runner_stops_an_agent_past_its_limit_and_names_the_run_timed_out(
     tmp_path: Path,
 ) -> None:
