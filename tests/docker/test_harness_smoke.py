@@ -146,7 +146,7 @@ def test_the_image_python_has_the_runtime_dependencies(
 ) -> None:
     rc, out, err = harness.run(
         clients["w3"],
-        f"{harness.VENV_PYTHON} -c 'import fabric, portalocker, git, ruamel.yaml, httpx, rich;"
+        f"{harness.VENV_PYTHON} -c 'import fabric, invoke, portalocker, ruamel.yaml, yaml, httpx, rich;"
         " import sys; print(sys.version_info[:2])'",
     )
     assert rc == 0, err
