@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 
 from fleet.core.closing import defuse
 from fleet.core.issue_memo import IssueMemo
@@ -272,7 +273,7 @@ class History:
     # out since the last reopen/release: free of the budget up to RED_BASELINE_FREE (check 7).
     red_failures: int = 0
 
-    @property
+    @cached_property  # a remembered History is asked again every cycle (predicate 6, tombstones)
     def last_marker(self) -> Marker | None:
         if self.last is None or self.last.kind is not WordKind.MARKER:
             return None
@@ -357,9 +358,6 @@ class _Reader:
             self._verdicts.clear()
         why = self._verdicts[key] = self.trust.steering(who, association, self.identity or "")
         return why
-
-    def history(self, issue: Issue) -> History:
-        return self.histories.recall(issue, self.derive)
 
     def derive(self, issue: Issue) -> History:
         words, ignored = self._words(issue)
@@ -521,7 +519,15 @@ def history(issue: Issue, policy: Policy | str | None = None) -> History:
     value: an issue equal in its comments, events and author to one read before gets the answer
     computed then (``_Reader``).
     """
-    return _reader(policy).history(issue)
+    reader = _reader(policy)
+    return reader.histories.recall(issue, reader.derive)
+
+
+def histories(issues: Iterable[Issue], policy: Policy | str | None = None) -> list[History]:
+    """``[history(i, policy) for i in issues]`` for a whole board: the memo compares the board a
+    block of issues at a time (fleet.core.issue_memo), so a board read again costs the comparison."""
+    reader = _reader(policy)
+    return reader.histories.recall_all(issues, reader.derive)
 
 
 def parked_until(h: History) -> datetime | None:

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from fleet.core.issue_memo import IssueMemo
+from fleet.core.issue_memo import BLOCK, IssueMemo
 from fleet.core.model import Comment, Event, EventKind, Issue
 from tests.builders import NOW, comment, issue, reopen
 
@@ -130,3 +130,49 @@ def test_events_other_than_reopens_and_their_detail() -> None:
     memo.recall(labelled, count)
     memo.recall(_event(labelled, detail="y"), count)
     assert count.calls == 1
+
+
+# -- a whole board, a block at a time ---------------------------------------------------------------
+
+
+def _board(n: int) -> tuple[Issue, ...]:
+    """``n`` issues numbered 1..n, each a copy of BASE: a few blocks of BLOCK issues."""
+    return tuple(replace(BASE, number=k) for k in range(1, n + 1))
+
+
+def test_a_board_read_again_is_one_hit_per_block_and_the_same_answers() -> None:
+    memo: IssueMemo[tuple[int, int]] = IssueMemo(1000)
+    count = Counting()
+    board = _board(3 * BLOCK + 5)
+    first = memo.recall_all(board, count)
+    assert first == [count(i) for i in board]
+    calls = count.calls
+    assert memo.recall_all(copy.deepcopy(board), count) == first
+    assert count.calls == calls  # nothing computed again
+
+
+def test_a_changed_issue_is_computed_again_and_its_block_neighbours_are_not() -> None:
+    memo: IssueMemo[tuple[int, int]] = IssueMemo(1000)
+    count = Counting()
+    board = _board(3 * BLOCK)
+    memo.recall_all(board, count)
+    count.calls = 0
+    k = BLOCK + 3
+    changed = (*board[:k], CHANGES["a-comment-more"](board[k]), *board[k + 1 :])
+    assert memo.recall_all(changed, count) == [(i.number, len(i.comments)) for i in changed]
+    assert count.calls == 1
+
+
+def test_a_board_out_of_number_order_or_with_closed_issues_gone_reads_the_same() -> None:
+    memo: IssueMemo[tuple[int, int]] = IssueMemo(1000)
+    count = Counting()
+    board = _board(2 * BLOCK)
+    memo.recall_all(board, count)
+    shuffled = board[::-1][::2]
+    assert memo.recall_all(shuffled, count) == [(i.number, len(i.comments)) for i in shuffled]
+
+
+def test_a_board_with_an_unhashable_number_is_read_issue_by_issue() -> None:
+    memo: IssueMemo[tuple[int, int]] = IssueMemo(10)
+    odd = (BASE, replace(BASE, number=[8]))  # type: ignore[arg-type]
+    assert memo.recall_all(odd, lambda i: (0, len(i.comments))) == [(0, 2), (0, 2)]

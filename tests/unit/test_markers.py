@@ -24,6 +24,7 @@ from fleet.core.markers import (
     WordKind,
     _Reader,
     associations,
+    histories,
     history,
     is_release,
     is_tombstone,
@@ -433,7 +434,7 @@ INSTANTS = st.integers(0, 6).map(lambda k: T0 + timedelta(minutes=k))
 
 
 @st.composite
-def histories(draw) -> tuple[Issue, Policy]:
+def readings(draw) -> tuple[Issue, Policy]:
     """A random issue and the policy that reads it; the policy's identity (in another case too)
     writes half the comments, three in four of them markers: runs are its words."""
     p = draw(st.sampled_from(POLICIES))
@@ -538,14 +539,14 @@ def observed(h: History) -> tuple[object, ...]:
 
 # More examples than FAST: a rule of the fold shows only in some orders of a run's markers.
 @settings(max_examples=500, deadline=None)
-@given(histories())
+@given(readings())
 def test_history_agrees_with_the_reference_reading(read: tuple[Issue, Policy]) -> None:
     i, p = read
     assert observed(history(i, p)) == reference(i, p)
 
 
 @FAST
-@given(histories(), histories())
+@given(readings(), readings())
 def test_a_remembered_history_is_the_one_a_fresh_reading_gives(
     read: tuple[Issue, Policy], another: tuple[Issue, Policy]
 ) -> None:
@@ -557,3 +558,13 @@ def test_a_remembered_history_is_the_one_a_fresh_reading_gives(
     same_number = replace(other, number=i.number)
     assert history(same_number, p) == _Reader(p.identity, p.trust).derive(same_number)
     assert history(i, p) == first
+
+
+@FAST
+@given(st.lists(readings(), max_size=6))
+def test_a_board_read_at_once_is_each_issue_read_alone(reads: list[tuple[Issue, Policy]]) -> None:
+    """``histories`` compares a board a block at a time; each answer is still the issue's own."""
+    p = reads[0][1] if reads else Policy()
+    board = [i for i, _ in reads]
+    assert histories(board, p) == [_Reader(p.identity, p.trust).derive(i) for i in board]
+    assert histories(copy.deepcopy(board), p) == [history(i, p) for i in board]
