@@ -16,7 +16,8 @@ replaces the entry. A reading that depends on anything more must not use this me
 
 A whole board (:meth:`IssueMemo.recall_all`) is compared the same way a block of issues at a time —
 the issues whose numbers share ``number // BLOCK`` — so the per-issue cost of building the check in
-Python is paid once per block; a block that differs anywhere is looked up issue by issue.
+Python is paid once per block; a block that differs anywhere is looked up issue by issue, and a
+block never seen is computed outright (a cold sweep builds one check per block, not per issue).
 
 The entry holds references, so a value that could change in place would make a later equal-looking
 lookup stale: an entry is stored only when its plain values hash (the times excepted — a datetime
@@ -25,10 +26,10 @@ is immutable), so a test double with a list or dict where a string belongs is co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, groupby
 from operator import attrgetter
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from fleet.core.model import Issue
 
@@ -124,7 +125,13 @@ class IssueMemo(Generic[T]):
             if entry is not None and entry[0] == check:
                 out.extend(entry[1])
                 continue
-            values = tuple(self.recall(i, compute) for i in run)
+            if entry is None:  # never read (a cold sweep): no per-issue checks to build
+                values = tuple(map(compute, run))
+            else:  # changed: issue by issue against the block as it was, computing what changed
+                if len(self._entries) + len(run) > self.size:
+                    self._entries.clear()
+                self._entries.update(_split(*entry))
+                values = tuple(self.recall(i, compute) for i in run)
             if _storable(check):
                 if len(self._blocks) >= self.size:
                     self._blocks.clear()
@@ -134,6 +141,23 @@ class IssueMemo(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _split(check: _Check, values: tuple[T, ...]) -> Iterator[tuple[int, tuple[_Check, T]]]:
+    """A block's entry as the entries of its issues: each issue's slice of every column is exactly
+    the check :func:`_check` builds for that issue alone."""
+    plain, (ats, event_ats) = check
+    numbers, comment_counts, event_counts = plain[0], plain[1], plain[2]
+    c = e = 0
+    for k, value in enumerate(values):
+        c1, e1 = c + cast(int, comment_counts[k]), e + cast(int, event_counts[k])
+        one = (
+            tuple((column[k],) for column in plain[:5])
+            + tuple(column[c:c1] for column in plain[5:9])
+            + (plain[9][e:e1],)
+        )
+        yield cast(int, numbers[k]), ((one, (ats[c:c1], event_ats[e:e1])), value)
+        c, e = c1, e1
 
 
 def _block(issue: Issue) -> int:

@@ -8,8 +8,10 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from fleet.core.issue_memo import BLOCK, IssueMemo
+from fleet.core.issue_memo import BLOCK, IssueMemo, _check, _split
 from fleet.core.model import Comment, Event, EventKind, Issue
 from tests.builders import NOW, comment, issue, reopen
 
@@ -176,3 +178,25 @@ def test_a_board_with_an_unhashable_number_is_read_issue_by_issue() -> None:
     memo: IssueMemo[tuple[int, int]] = IssueMemo(10)
     odd = (BASE, replace(BASE, number=[8]))  # type: ignore[arg-type]
     assert memo.recall_all(odd, lambda i: (0, len(i.comments))) == [(0, 2), (0, 2)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2)), max_size=8))
+def test_a_block_splits_into_exactly_the_checks_of_its_issues(shape: list[tuple[int, int]]) -> None:
+    """A changed block is looked up issue by issue against its slices: each slice must be the
+    check that issue alone gives, or an unchanged neighbour would be computed again (or worse)."""
+    run = tuple(
+        replace(
+            BASE,
+            number=k + 1,
+            comments=tuple(
+                replace(comment(f"c{j}"), association=("MEMBER", None)[j % 2]) for j in range(nc)
+            ),
+            events=tuple(reopen() for _ in range(ne)),
+        )
+        for k, (nc, ne) in enumerate(shape)
+    )
+    values = tuple(range(len(run)))
+    assert list(_split(_check(run), values)) == [
+        (i.number, (_check((i,)), v)) for i, v in zip(run, values, strict=True)
+    ]
