@@ -78,6 +78,9 @@ def defuse(text: str) -> str:
     reference for the forge; the keyword itself stays, so the sentence still reads as written.
     """
 
+    if text and "#" not in text:
+        return text  # every reference holds a '#': nothing to make inert
+
     def _inert(m: re.Match[str]) -> str:
         whole = m.group(0)
         hash_at = whole.rindex("#")

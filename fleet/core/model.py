@@ -9,7 +9,6 @@ pull requests by time is how completion is attributed (D16).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -381,10 +380,14 @@ class Snapshot:
     def launch_deaths(self, issue: int, since: datetime | None) -> tuple[LaunchDeath, ...]:
         """Launches of ``issue`` that died before a start marker, after ``since`` (the issue's last
         word: a marker, a release or a reopen — each resets the count as it resets attempts)."""
-        return deaths_since((d for w in self.workers for d in w.deaths if d.issue == issue), since)
+        return deaths_since(
+            tuple(d for w in self.workers for d in w.deaths if d.issue == issue), since
+        )
 
 
-def deaths_since(deaths: Iterable[LaunchDeath], since: datetime | None) -> tuple[LaunchDeath, ...]:
+def deaths_since(
+    deaths: tuple[LaunchDeath, ...], since: datetime | None
+) -> tuple[LaunchDeath, ...]:
     """The launch deaths after ``since`` (None: all of them), in their order."""
     return tuple(d for d in deaths if since is None or d.at > since)
 

@@ -139,7 +139,7 @@ class _Sweep:
     any_healthy: bool
     titled: frozenset[int]  # id() of each open issue titled like the halt switch, held by select
     live: Mapping[int, Sequence[Unit]]
-    deaths: Mapping[int, Sequence[LaunchDeath]]
+    deaths: Mapping[int, tuple[LaunchDeath, ...]]
 
     @classmethod
     def of(cls, snap: Snapshot, any_healthy: bool, titled: Iterable[Issue]) -> _Sweep:
@@ -152,7 +152,8 @@ class _Sweep:
             for d in w.deaths:
                 deaths.setdefault(d.issue, []).append(d)
         lanes = frozenset({w.lane for w in snap.workers} | {w.name for w in snap.workers})
-        return cls(lanes, any_healthy, frozenset(map(id, titled)), live, deaths)
+        died = {issue: tuple(ds) for issue, ds in deaths.items()}
+        return cls(lanes, any_healthy, frozenset(map(id, titled)), live, died)
 
 
 def _reason(issue: Issue, snap: Snapshot, sweep: _Sweep, h: History) -> Waiting | None:
@@ -186,8 +187,9 @@ def _reason(issue: Issue, snap: Snapshot, sweep: _Sweep, h: History) -> Waiting 
     if issue.parent is not None and _closed(issue.parent.state):
         return Waiting(n, 3, WaitState.PARENT_CLOSED, f"parent #{issue.parent.number} is closed")
     # 4
-    if issue.open_blockers:
-        refs = ", ".join(f"#{b}" for b in issue.open_blockers)
+    blockers = issue.open_blockers if issue.blocked_by else ()  # most name none: no tuple built
+    if blockers:
+        refs = ", ".join(f"#{b}" for b in blockers)
         return Waiting(n, 4, WaitState.BLOCKED, f"blocked by {refs} (open)")
     # 5
     live = sweep.live.get(n)
@@ -216,7 +218,7 @@ def _reason(issue: Issue, snap: Snapshot, sweep: _Sweep, h: History) -> Waiting 
             return Waiting(n, 10, WaitState.DARK, "every reachable worker is capacity-dark")
         return Waiting(n, 10, WaitState.UNREACHABLE, "no worker is reachable")
     # 11
-    if issue.open_sub_issues:
+    if issue.sub_issues and issue.open_sub_issues:
         refs = ", ".join(f"#{s}" for s in issue.open_sub_issues)
         return Waiting(
             n, 11, WaitState.GROUPER, f"has open sub-issues {refs} (a grouper is not the work)"
