@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from functools import cached_property
+from itertools import chain
 
 from fleet.core.closing import defuse
 from fleet.core.issue_memo import IssueMemo
@@ -166,8 +166,11 @@ def render(kind: Kind, fields: Mapping[str, object] | None = None, note: str = "
 # the key is the body (a str: hashed and compared in C, its hash cached in the object); the comment's
 # id, author and time are put into the Marker after the look-up. Only bodies that name ``fleet:``
 # are held. Cleared when full: the board the design is sized for, 10,000 open issues x 20 comments,
-# fits twice; each entry is a body the snapshot holds anyway, plus its kind, fields and note.
-_Parts = tuple[Kind, Mapping[str, str], str]
+# fits twice; each entry is a body the snapshot holds anyway, plus its parts: the kind's keyword,
+# the note, then each field's name and value. Strings only, in one flat tuple, so the collector
+# stops tracking an entry at its first look: a cold sweep holds one per marker body, and each
+# object still tracked is one more for every full collection to walk. Each Marker gets its own dict.
+_Parts = tuple[str, ...]
 _PARTS: dict[str, _Parts | None] = {}
 PARSE_CACHE_MAX = 400_000
 _TOKEN = "fleet:"  # in every marker's first line and every release line: its absence rules out both
@@ -178,12 +181,12 @@ def parse(comment: Comment) -> Marker | None:
     parts = _parts(comment.body)
     if parts is None:
         return None
-    kind, fields, note = parts
-    return Marker(kind, fields, comment.created_at, comment.id, comment.author, note)
+    at, cid, author = comment.created_at, comment.id, comment.author
+    return Marker(_BY_KEYWORD[parts[0]], _fields(parts), at, cid, author, parts[1])
 
 
 def _parts(body: str) -> _Parts | None:
-    """(kind, fields, note) of the marker ``body`` carries, or None; memoized by the body."""
+    """The parts of the marker ``body`` carries (see ``_Parts``), or None; memoized by the body."""
     if " fleet:" not in body:  # most comments are people's words: no regex and no entry for them
         return None
     try:
@@ -206,7 +209,11 @@ def _read(body: str) -> _Parts | None:
     kind = _BY_KEYWORD.get(m.group("kind"))
     if kind is None or GLYPHS[kind] != m.group("glyph"):
         return None
-    return kind, dict(_FIELD.findall(m.group("fields"))), rest.strip()
+    return (kind.value, rest.strip(), *chain.from_iterable(_FIELD.findall(m.group("fields"))))
+
+
+def _fields(parts: _Parts) -> dict[str, str]:
+    return dict(zip(parts[2::2], parts[3::2], strict=True))
 
 
 def is_release(comment: Comment) -> bool:
@@ -258,8 +265,7 @@ class Ignored:
 class History:
     """What the markers of one issue say, derived fresh every cycle (D1: no state file)."""
 
-    words: tuple[Word, ...]
-    markers: tuple[Marker, ...]
+    markers: tuple[Marker, ...]  # every marker that counts, in time order
     last: Word | None
     attempts: int  # runs that spent the attempt budget since the last reopen/release
     retries: int  # retry parks since the last reopen/release (D7)
@@ -272,8 +278,27 @@ class History:
     # Runs started on a red CI baseline (start marker ``baseline=red``) that ended failed or timed
     # out since the last reopen/release: free of the budget up to RED_BASELINE_FREE (check 7).
     red_failures: int = 0
+    # Each release and reopen that counts, as (its place among the words, its kind, when): with the
+    # markers, the words. Kept apart so a History holds no Word per marker — a sweep holds every
+    # open issue's History, and each object it holds is one more for every full collection to walk.
+    turns: tuple[tuple[int, WordKind, datetime], ...] = ()
 
-    @cached_property  # a remembered History is asked again every cycle (predicate 6, tombstones)
+    @property
+    def words(self) -> tuple[Word, ...]:
+        """Every marker, release and reopen that counts, in time order."""
+        markers, turns = iter(self.markers), iter(self.turns)
+        turn = next(turns, None)
+        out: list[Word] = []
+        for k in range(len(self.markers) + len(self.turns)):
+            if turn is not None and turn[0] == k:
+                out.append(Word(turn[1], turn[2]))
+                turn = next(turns, None)
+            else:
+                m = next(markers)
+                out.append(Word(WordKind.MARKER, m.at, m))
+        return tuple(out)
+
+    @property
     def last_marker(self) -> Marker | None:
         if self.last is None or self.last.kind is not WordKind.MARKER:
             return None
@@ -363,9 +388,9 @@ class _Reader:
         words, ignored = self._words(issue)
         return _fold(words, ignored)
 
-    def _words(self, issue: Issue) -> tuple[list[Word], list[Ignored]]:
+    def _words(self, issue: Issue) -> tuple[list[_Step], list[Ignored]]:
         """The markers, releases and reopens that count, in time order; and what did not count."""
-        words: list[Word] = []
+        words: list[_Step] = []
         ignored: list[Ignored] = []
         in_order = True
         latest: datetime | None = None
@@ -376,7 +401,7 @@ class _Reader:
             at = c.created_at
             parts = _parts(body)
             if parts is not None:
-                kind, fields, note = parts
+                kind = _BY_KEYWORD[parts[0]]
                 if not self.owns(c.author):
                     # A status marker counts only from the fleet's own identity; a hold (park) or a
                     # cancel may be posted by a trusted human. Anyone else's look-alike is text.
@@ -391,13 +416,13 @@ class _Reader:
                             Ignored(kind.value if human else "marker", c.author, at, why, c.id)
                         )
                         continue
-                word = Word(WordKind.MARKER, at, Marker(kind, fields, at, c.id, c.author, note))
+                word: _Step = Marker(kind, _fields(parts), at, c.id, c.author, parts[1])
             elif _releases(body):  # is_release's own rule; the parse above is memoized
                 why = self.steers(c.author, c.association)
                 if why is not None:
                     ignored.append(Ignored("release", c.author, at, why, c.id))
                     continue
-                word = Word(WordKind.RELEASE, at)
+                word = (at, WordKind.RELEASE)
             else:
                 continue
             if latest is not None and at < latest:
@@ -410,7 +435,7 @@ class _Reader:
             for e in reopens:
                 why = self.steers(e.actor, known.get(fold(e.actor)))
                 if why is None:
-                    words.append(Word(WordKind.REOPEN, e.at))
+                    words.append((e.at, WordKind.REOPEN))
                     in_order = False
                 else:
                     ignored.append(Ignored("reopen", e.actor, e.at, why))
@@ -423,11 +448,17 @@ class _Reader:
         return words, ignored
 
 
-def _when(w: Word) -> tuple[datetime, bool]:
-    return w.at, w.kind is WordKind.REOPEN
+# One word while an issue is read: a marker, or (when, release | reopen).
+_Step = Marker | tuple[datetime, WordKind]
 
 
-def _fold(words: list[Word], ignored: list[Ignored]) -> History:
+def _when(step: _Step) -> tuple[datetime, bool]:
+    if isinstance(step, Marker):
+        return step.at, False
+    return step[0], step[1] is WordKind.REOPEN
+
+
+def _fold(words: list[_Step], ignored: list[Ignored]) -> History:
     """One pass over the words in time order. A release or a reopen — a human's explicit "go again"
     or "not finished" — starts the count afresh: attempts, retries, capacity deaths and red-baseline
     failures are those since the last one, and it lifts the hold latch (predicate 8)."""
@@ -436,9 +467,10 @@ def _fold(words: list[Word], ignored: list[Ignored]) -> History:
     capacity: list[str] = []
     start: Marker | None = None  # the last start whose run has not ended yet
     park: Marker | None = None  # the last hold no release or reopen lifted
-    for w in words:
-        m = w.marker
-        if m is None:
+    turns: list[tuple[int, WordKind, datetime]] = []
+    for k, m in enumerate(words):
+        if not isinstance(m, Marker):
+            turns.append((k, m[1], m[0]))
             attempts = retries = red = superseded = 0
             capacity = []
             start = park = None
@@ -469,10 +501,14 @@ def _fold(words: list[Word], ignored: list[Ignored]) -> History:
     # Each superseded marker names one duplicate unit that oldest-wins repair stopped (D4): its
     # start was the fleet's mistake, not an attempt at the work, so it is given back.
     attempts = max(0, attempts - superseded)
+    last = words[-1] if words else None
     return History(
-        tuple(words),
         tuple(markers),
-        words[-1] if words else None,
+        None
+        if last is None
+        else Word(WordKind.MARKER, last.at, last)
+        if isinstance(last, Marker)
+        else Word(last[1], last[0]),
         attempts,
         retries,
         park,
@@ -480,6 +516,7 @@ def _fold(words: list[Word], ignored: list[Ignored]) -> History:
         tuple(capacity),
         tuple(ignored),
         red,
+        tuple(turns),
     )
 
 
