@@ -69,7 +69,12 @@ class IgnoredHalt:
 
 
 def is_halt_title(title: str, halt_title: str) -> bool:
-    return title.strip().casefold() == halt_title.strip().casefold()
+    return halt_key(title) == halt_key(halt_title)
+
+
+def halt_key(title: str) -> str:
+    """What of a title the halt switch compares: a sweep folds the configured title once."""
+    return title.strip().casefold()
 
 
 def halt_issues(
@@ -79,8 +84,9 @@ def halt_issues(
     fleet's own identity may file one (the operator with the fleet's tooling); agents may not."""
     halts: list[Halt] = []
     ignored: list[IgnoredHalt] = []
+    title = halt_key(policy.halt_title)
     for i in issues:
-        if not (i.is_open and is_halt_title(i.title, policy.halt_title)):
+        if not (i.is_open and halt_key(i.title) == title):
             continue
         why = policy.trust.distrust(i.author, i.author_association)
         if why is None:

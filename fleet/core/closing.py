@@ -67,7 +67,8 @@ def closes(text: str, number: int, repository: str = "") -> bool:
 
 def has_live_keyword(text: str) -> bool:
     """True when ``text`` would close something if a PR quoted it (D14)."""
-    return next(_live(text), None) is not None
+    # Every reference holds a '#', and most texts asked (select's reasons) hold none: no regex then.
+    return bool(text) and "#" in text and next(_live(text), None) is not None
 
 
 def defuse(text: str) -> str:
@@ -76,6 +77,9 @@ def defuse(text: str) -> str:
     A zero-width joiner between ``#`` and the number is invisible to a human and breaks the
     reference for the forge; the keyword itself stays, so the sentence still reads as written.
     """
+
+    if text and "#" not in text:
+        return text  # every reference holds a '#': nothing to make inert
 
     def _inert(m: re.Match[str]) -> str:
         whole = m.group(0)

@@ -29,8 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from itertools import chain
 
 from fleet.core.closing import defuse
+from fleet.core.issue_memo import IssueMemo
 from fleet.core.model import Comment, EventKind, Issue, Policy, parse_iso
 from fleet.core.trust import EVERYONE, Trust, fold
 
@@ -158,47 +160,69 @@ def render(kind: Kind, fields: Mapping[str, object] | None = None, note: str = "
     return first if not body else defuse(f"{first}\n\n{body}")
 
 
-# Each comment's marker is parsed once per process: a sweep's select reads every comment of every
+# Each marker's first line is parsed once per process: a sweep's select reads every comment of every
 # open issue, and a long-lived reader (``fleet-status --watch``, the demo's drain, a bench) reads
-# the same comments again each cycle. The key is the comment itself (a frozen value: an edited
-# body is another key), so a hit is exactly what a fresh parse would return. Cleared when full:
-# the board the design is sized for, 10,000 open issues x 20 comments, fits twice; the entries
-# hold comments the snapshot holds anyway, plus one Marker each (a few hundred bytes).
-_PARSED: dict[Comment, Marker | None] = {}
+# the same comments again each cycle, into new objects. What the parse reads is the body alone, so
+# the key is the body (a str: hashed and compared in C, its hash cached in the object); the comment's
+# id, author and time are put into the Marker after the look-up. Only bodies that name ``fleet:``
+# are held. Cleared when full: the board the design is sized for, 10,000 open issues x 20 comments,
+# fits twice; each entry is a body the snapshot holds anyway, plus its parts: the kind's keyword,
+# the note, then each field's name and value. Strings only, in one flat tuple, so the collector
+# stops tracking an entry at its first look: a cold sweep holds one per marker body, and each
+# object still tracked is one more for every full collection to walk. Each Marker gets its own dict.
+_Parts = tuple[str, ...]
+_PARTS: dict[str, _Parts | None] = {}
 PARSE_CACHE_MAX = 400_000
+_TOKEN = "fleet:"  # in every marker's first line and every release line: its absence rules out both
 
 
 def parse(comment: Comment) -> Marker | None:
     """The marker a comment carries, or None. The glyph must match the keyword."""
+    parts = _parts(comment.body)
+    if parts is None:
+        return None
+    at, cid, author = comment.created_at, comment.id, comment.author
+    return Marker(_BY_KEYWORD[parts[0]], _fields(parts), at, cid, author, parts[1])
+
+
+def _parts(body: str) -> _Parts | None:
+    """The parts of the marker ``body`` carries (see ``_Parts``), or None; memoized by the body."""
+    if " fleet:" not in body:  # most comments are people's words: no regex and no entry for them
+        return None
     try:
-        return _PARSED[comment]
+        return _PARTS[body]
     except KeyError:
         pass
-    except TypeError:  # a comment with an unhashable field (a test double): parse it every time
-        return _parse(comment)
-    if len(_PARSED) >= PARSE_CACHE_MAX:
-        _PARSED.clear()
-    marker = _PARSED[comment] = _parse(comment)
-    return marker
+    except TypeError:  # a body that is not a str (a test double): read it every time
+        return _read(body)
+    if len(_PARTS) >= PARSE_CACHE_MAX:
+        _PARTS.clear()
+    parts = _PARTS[body] = _read(body)
+    return parts
 
 
-def _parse(comment: Comment) -> Marker | None:
-    if " fleet:" not in comment.body:  # most comments are people's words: no regex for them
-        return None
-    first, _, rest = comment.body.partition("\n")
+def _read(body: str) -> _Parts | None:
+    first, _, rest = body.partition("\n")
     m = _FIRST.match(first.rstrip("\r"))
     if not m:
         return None
     kind = _BY_KEYWORD.get(m.group("kind"))
     if kind is None or GLYPHS[kind] != m.group("glyph"):
         return None
-    fields = dict(_FIELD.findall(m.group("fields")))
-    return Marker(kind, fields, comment.created_at, comment.id, comment.author, rest.strip())
+    return (kind.value, rest.strip(), *chain.from_iterable(_FIELD.findall(m.group("fields"))))
+
+
+def _fields(parts: _Parts) -> dict[str, str]:
+    return dict(zip(parts[2::2], parts[3::2], strict=True))
 
 
 def is_release(comment: Comment) -> bool:
     """A release token at the start of a line, in a comment that is not itself a marker."""
-    return parse(comment) is None and _RELEASE.search(comment.body) is not None
+    return _releases(comment.body)
+
+
+def _releases(body: str) -> bool:
+    return _parts(body) is None and _RELEASE.search(body) is not None
 
 
 # -- the timeline ----------------------------------------------------------------------------------
@@ -241,8 +265,7 @@ class Ignored:
 class History:
     """What the markers of one issue say, derived fresh every cycle (D1: no state file)."""
 
-    words: tuple[Word, ...]
-    markers: tuple[Marker, ...]
+    markers: tuple[Marker, ...]  # every marker that counts, in time order
     last: Word | None
     attempts: int  # runs that spent the attempt budget since the last reopen/release
     retries: int  # retry parks since the last reopen/release (D7)
@@ -255,6 +278,25 @@ class History:
     # Runs started on a red CI baseline (start marker ``baseline=red``) that ended failed or timed
     # out since the last reopen/release: free of the budget up to RED_BASELINE_FREE (check 7).
     red_failures: int = 0
+    # Each release and reopen that counts, as (its place among the words, its kind, when): with the
+    # markers, the words. Kept apart so a History holds no Word per marker — a sweep holds every
+    # open issue's History, and each object it holds is one more for every full collection to walk.
+    turns: tuple[tuple[int, WordKind, datetime], ...] = ()
+
+    @property
+    def words(self) -> tuple[Word, ...]:
+        """Every marker, release and reopen that counts, in time order."""
+        markers, turns = iter(self.markers), iter(self.turns)
+        turn = next(turns, None)
+        out: list[Word] = []
+        for k in range(len(self.markers) + len(self.turns)):
+            if turn is not None and turn[0] == k:
+                out.append(Word(turn[1], turn[2]))
+                turn = next(turns, None)
+            else:
+                m = next(markers)
+                out.append(Word(WordKind.MARKER, m.at, m))
+        return tuple(out)
 
     @property
     def last_marker(self) -> Marker | None:
@@ -288,49 +330,6 @@ def associations(issue: Issue) -> dict[str, str | None]:
     return known
 
 
-def _words(issue: Issue, identity: str | None, trust: Trust) -> tuple[list[Word], list[Ignored]]:
-    entries: list[tuple[datetime, int, Word]] = []
-    ignored: list[Ignored] = []
-
-    def steers(who: str, association: str | None) -> str | None:
-        return trust.steering(who, association, identity or "")
-
-    for c in issue.comments:
-        marker = parse(c)
-        if marker is not None:
-            if identity is None or same_login(c.author, identity):
-                entries.append((c.created_at, 0, Word(WordKind.MARKER, c.created_at, marker)))
-                continue
-            # A status marker counts only from the fleet's own identity; a hold (park) or a
-            # cancel may be posted by a trusted human. Anyone else's look-alike is text.
-            why = (
-                steers(c.author, c.association)
-                if marker.kind in HUMAN_KINDS
-                else "a status marker counts only from the fleet's own identity"
-            )
-            if why is None:
-                entries.append((c.created_at, 0, Word(WordKind.MARKER, c.created_at, marker)))
-            else:
-                what = marker.kind.value if marker.kind in HUMAN_KINDS else "marker"
-                ignored.append(Ignored(what, c.author, c.created_at, why, c.id))
-        elif is_release(c):  # the parse above is memoized: no second parse
-            why = steers(c.author, c.association)
-            if why is None:
-                entries.append((c.created_at, 0, Word(WordKind.RELEASE, c.created_at)))
-            else:
-                ignored.append(Ignored("release", c.author, c.created_at, why, c.id))
-    known = associations(issue) if any(e.kind is EventKind.REOPENED for e in issue.events) else {}
-    for e in issue.events:
-        if e.kind is EventKind.REOPENED:
-            why = steers(e.actor, known.get(fold(e.actor)))
-            if why is None:
-                entries.append((e.at, 1, Word(WordKind.REOPEN, e.at)))
-            else:
-                ignored.append(Ignored("reopen", e.actor, e.at, why))
-    entries.sort(key=lambda t: (t[0], t[1]))
-    return [w for _, _, w in entries], ignored
-
-
 # Check 7 is advisory (seed 003): a run started on a red CI baseline whose run ended in one of these
 # spends no attempt — the seed's incident is runs on a red main stamped failed for correct work.
 RED_CAUSED = frozenset({Kind.FAILED, Kind.TIMED_OUT})
@@ -341,79 +340,231 @@ RED_CAUSED = frozenset({Kind.FAILED, Kind.TIMED_OUT})
 RED_BASELINE_FREE = 3
 
 
-def history(issue: Issue, policy: Policy | str | None = None) -> History:
-    """Read an issue's markers, reopens and releases into a :class:`History`.
+# The memo's bounds. A fleet reads with one identity and trust rule; a few more (a test's, a command's
+# override) fit, and more than READERS_MAX means something builds policies in a loop: start over.
+READERS_MAX = 16
+# The design's board is 10,000 open issues: twice that fits, so a sweep never clears its own cycle.
+HISTORY_MEMO_MAX = 20_000
+# Distinct (author, association) pairs one fleet has weighed; a board's commenters are far fewer.
+VERDICTS_MAX = 10_000
 
-    ``policy`` gives the fleet's identity and its trust rule; a bare identity trusts every human
-    (the embedded board's default) but still never lets the fleet release itself.
-    """
+# Markers whose arrival settles the run of an earlier start: its terminal, or the next start when it
+# never posted one (then the earlier run spent an attempt: D13's orphan, the reaper's business).
+_ENDS_A_RUN = TERMINAL | {Kind.START}
+
+
+class _Reader:
+    """How one fleet — its identity and trust rule — reads issues. It remembers what that reading
+    gives, keyed by everything the answer depends on: each author's steering verdict by (login,
+    association), and each issue's History by the issue's comments, events and author
+    (:class:`fleet.core.issue_memo.IssueMemo`)."""
+
+    def __init__(self, identity: str | None, trust: Trust) -> None:
+        self.identity = identity
+        self.trust = trust
+        self.histories: IssueMemo[History] = IssueMemo(HISTORY_MEMO_MAX)
+        self._verdicts: dict[tuple[str, str | None], str | None] = {}
+
+    def owns(self, author: str) -> bool:
+        """A marker by this author counts (``same_login``; equal strings need no case fold)."""
+        identity = self.identity
+        return identity is None or author == identity or same_login(author, identity)
+
+    def steers(self, who: str, association: str | None) -> str | None:
+        """``Trust.steering`` of this fleet, remembered per (login, association)."""
+        key = (who, association)
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable association (a test double): weigh it every time
+            return self.trust.steering(who, association, self.identity or "")
+        if len(self._verdicts) >= VERDICTS_MAX:
+            self._verdicts.clear()
+        why = self._verdicts[key] = self.trust.steering(who, association, self.identity or "")
+        return why
+
+    def derive(self, issue: Issue) -> History:
+        words, ignored = self._words(issue)
+        return _fold(words, ignored)
+
+    def _words(self, issue: Issue) -> tuple[list[_Step], list[Ignored]]:
+        """The markers, releases and reopens that count, in time order; and what did not count."""
+        words: list[_Step] = []
+        ignored: list[Ignored] = []
+        in_order = True
+        latest: datetime | None = None
+        for c in issue.comments:
+            body = c.body
+            if _TOKEN not in body:  # people's words: neither a marker nor a release
+                continue
+            at = c.created_at
+            parts = _parts(body)
+            if parts is not None:
+                kind = _BY_KEYWORD[parts[0]]
+                if not self.owns(c.author):
+                    # A status marker counts only from the fleet's own identity; a hold (park) or a
+                    # cancel may be posted by a trusted human. Anyone else's look-alike is text.
+                    human = kind in HUMAN_KINDS
+                    why = (
+                        self.steers(c.author, c.association)
+                        if human
+                        else "a status marker counts only from the fleet's own identity"
+                    )
+                    if why is not None:
+                        ignored.append(
+                            Ignored(kind.value if human else "marker", c.author, at, why, c.id)
+                        )
+                        continue
+                word: _Step = Marker(kind, _fields(parts), at, c.id, c.author, parts[1])
+            elif _releases(body):  # is_release's own rule; the parse above is memoized
+                why = self.steers(c.author, c.association)
+                if why is not None:
+                    ignored.append(Ignored("release", c.author, at, why, c.id))
+                    continue
+                word = (at, WordKind.RELEASE)
+            else:
+                continue
+            if latest is not None and at < latest:
+                in_order = False
+            latest = at
+            words.append(word)
+        reopens = [e for e in issue.events if e.kind is EventKind.REOPENED]
+        if reopens:
+            known = associations(issue)
+            for e in reopens:
+                why = self.steers(e.actor, known.get(fold(e.actor)))
+                if why is None:
+                    words.append((e.at, WordKind.REOPEN))
+                    in_order = False
+                else:
+                    ignored.append(Ignored("reopen", e.actor, e.at, why))
+        if not in_order:
+            # Both boards hand comments in time order (the local board by id, GitHub sorted by
+            # time), so this runs for a reopen or a board that did not. Stable, comments before
+            # events: equal times keep their board order, and a reopen comes after a comment of the
+            # same instant (it outranks the marker it answers, D6).
+            words.sort(key=_when)
+        return words, ignored
+
+
+# One word while an issue is read: a marker, or (when, release | reopen).
+_Step = Marker | tuple[datetime, WordKind]
+
+
+def _when(step: _Step) -> tuple[datetime, bool]:
+    if isinstance(step, Marker):
+        return step.at, False
+    return step[0], step[1] is WordKind.REOPEN
+
+
+def _fold(words: list[_Step], ignored: list[Ignored]) -> History:
+    """One pass over the words in time order. A release or a reopen — a human's explicit "go again"
+    or "not finished" — starts the count afresh: attempts, retries, capacity deaths and red-baseline
+    failures are those since the last one, and it lifts the hold latch (predicate 8)."""
+    markers: list[Marker] = []
+    attempts = retries = red = superseded = 0
+    capacity: list[str] = []
+    start: Marker | None = None  # the last start whose run has not ended yet
+    park: Marker | None = None  # the last hold no release or reopen lifted
+    turns: list[tuple[int, WordKind, datetime]] = []
+    for k, m in enumerate(words):
+        if not isinstance(m, Marker):
+            turns.append((k, m[1], m[0]))
+            attempts = retries = red = superseded = 0
+            capacity = []
+            start = park = None
+            continue
+        markers.append(m)
+        kind = m.kind
+        if start is not None and kind in _ENDS_A_RUN:
+            if kind is Kind.CAPACITY:
+                capacity.append(start.get("worker") or "-")  # D8: not the work's failure
+            elif kind is Kind.PARKED:
+                pass  # D7: a parked retry provably never ran
+            elif kind in RED_CAUSED and start.get("baseline") == "red":
+                red += 1  # check 7: the failure may be the red baseline's, not the agent's
+            else:
+                attempts += 1
+            start = None
+        if kind is Kind.START:
+            start = m
+        elif kind is Kind.PARKED:
+            retries += 1
+        elif kind is Kind.SUPERSEDED:
+            superseded += 1
+        elif kind is Kind.PARK:
+            park = m
+    if start is not None:
+        attempts += 1  # no terminal yet: a run in flight, or an orphan, has spent its attempt
+    attempts += max(0, red - RED_BASELINE_FREE)
+    # Each superseded marker names one duplicate unit that oldest-wins repair stopped (D4): its
+    # start was the fleet's mistake, not an attempt at the work, so it is given back.
+    attempts = max(0, attempts - superseded)
+    last = words[-1] if words else None
+    return History(
+        tuple(markers),
+        None
+        if last is None
+        else Word(WordKind.MARKER, last.at, last)
+        if isinstance(last, Marker)
+        else Word(last[1], last[0]),
+        attempts,
+        retries,
+        park,
+        (),
+        tuple(capacity),
+        tuple(ignored),
+        red,
+        tuple(turns),
+    )
+
+
+_READERS: dict[tuple[str | None, Trust], _Reader] = {}
+# The policy object of the last call and its reader: a sweep asks with one policy for every issue,
+# and a Trust's dataclass hash is a Python call per look-up; `is` is not.
+_last: tuple[object, _Reader | None] = (object(), None)
+
+
+def _reader(policy: Policy | str | None) -> _Reader:
+    global _last
+    last_policy, last_reader = _last
+    if policy is last_policy and last_reader is not None:
+        return last_reader
     if isinstance(policy, Policy):
         identity: str | None = policy.identity
         trust = policy.trust
     else:
         identity, trust = policy, EVERYONE
-    words, ignored = _words(issue, identity, trust)
-    markers = tuple(w.marker for w in words if w.marker is not None)
-    last = words[-1] if words else None
-    # Attempts and retries are counted since the last reopen or release: a human's explicit
-    # "not finished" / "go again" gives the issue a fresh budget.
-    since = 0
-    for i, w in enumerate(words):
-        if w.kind is not WordKind.MARKER:
-            since = i + 1
-    window = [w.marker for w in words[since:] if w.marker is not None]
-    attempts, retries, red, capacity = _spent(window)
-    return History(
-        tuple(words),
-        markers,
-        last,
-        attempts,
-        retries,
-        _park(words),
-        (),
-        capacity,
-        tuple(ignored),
-        red,
-    )
+    try:
+        reader = _READERS.get((identity, trust))
+    except TypeError:  # an unhashable trust rule (a test double): a reader for this call only
+        return _Reader(identity, trust)
+    if reader is None:
+        if len(_READERS) >= READERS_MAX:
+            _READERS.clear()
+        reader = _READERS[(identity, trust)] = _Reader(identity, trust)
+    _last = (policy, reader)
+    return reader
 
 
-def _spent(window: list[Marker]) -> tuple[int, int, int, tuple[str, ...]]:
-    """What the runs since the last reopen or release spent: (attempts, retry parks, red-baseline
-    failures, the worker of each capacity death)."""
-    attempts = retries = red = 0
-    capacity: list[str] = []
-    for i, m in enumerate(window):
-        if m.kind is Kind.PARKED:
-            retries += 1
-        if m.kind is not Kind.START:
-            continue
-        terminal = next(
-            (n for n in window[i + 1 :] if n.kind in TERMINAL or n.kind is Kind.START), None
-        )
-        if terminal is not None and terminal.kind is Kind.CAPACITY:
-            capacity.append(m.get("worker") or "-")
-        if terminal is not None and terminal.kind in (Kind.CAPACITY, Kind.PARKED):
-            continue  # D8: a capacity death is not the work's failure; D7: a parked retry never ran
-        if m.get("baseline") == "red" and terminal is not None and terminal.kind in RED_CAUSED:
-            red += 1  # check 7: the failure may be the red baseline's, not the agent's
-            continue
-        attempts += 1
-    attempts += max(0, red - RED_BASELINE_FREE)
-    # Each superseded marker names one duplicate unit that oldest-wins repair stopped (D4): its
-    # start was the fleet's mistake, not an attempt at the work, so it is given back.
-    attempts = max(0, attempts - sum(1 for m in window if m.kind is Kind.SUPERSEDED))
-    return attempts, retries, red, tuple(capacity)
+def history(issue: Issue, policy: Policy | str | None = None) -> History:
+    """Read an issue's markers, reopens and releases into a :class:`History`.
+
+    ``policy`` gives the fleet's identity and its trust rule; a bare identity trusts every human
+    (the embedded board's default) but still never lets the fleet release itself. A History is a
+    value: an issue equal in its comments, events and author to one read before gets the answer
+    computed then (``_Reader``).
+    """
+    reader = _reader(policy)
+    return reader.histories.recall(issue, reader.derive)
 
 
-def _park(words: list[Word]) -> Marker | None:
-    """The hold latch (predicate 8): the last park that no later release or reopen lifted."""
-    park: Marker | None = None
-    for w in words:
-        if w.marker is not None and w.marker.kind is Kind.PARK:
-            park = w.marker
-        elif w.kind in (WordKind.RELEASE, WordKind.REOPEN):
-            park = None
-    return park
+def histories(issues: Iterable[Issue], policy: Policy | str | None = None) -> list[History]:
+    """``[history(i, policy) for i in issues]`` for a whole board: the memo compares the board a
+    block of issues at a time (fleet.core.issue_memo), so a board read again costs the comparison."""
+    reader = _reader(policy)
+    return reader.histories.recall_all(issues, reader.derive)
 
 
 def parked_until(h: History) -> datetime | None:

@@ -357,12 +357,16 @@ class Snapshot:
     def launch_deaths(self, issue: int, since: datetime | None) -> tuple[LaunchDeath, ...]:
         """Launches of ``issue`` that died before a start marker, after ``since`` (the issue's last
         word: a marker, a release or a reopen — each resets the count as it resets attempts)."""
-        return tuple(
-            d
-            for w in self.workers
-            for d in w.deaths
-            if d.issue == issue and (since is None or d.at > since)
+        return deaths_since(
+            tuple(d for w in self.workers for d in w.deaths if d.issue == issue), since
         )
+
+
+def deaths_since(
+    deaths: tuple[LaunchDeath, ...], since: datetime | None
+) -> tuple[LaunchDeath, ...]:
+    """The launch deaths after ``since`` (None: all of them), in their order."""
+    return tuple(d for d in deaths if since is None or d.at > since)
 
 
 # -- the plan: what one cycle decided, as a value (seed 001) -----------------------------------------

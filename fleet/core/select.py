@@ -12,14 +12,23 @@ and planned units — which changes where work goes, never how much.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
+from operator import attrgetter
 
-from fleet.core.authority import approval_wait, halt_issues, is_halt_title
+from fleet.core.authority import approval_wait, halt_issues, halt_key
 from fleet.core.closing import defuse, has_live_keyword
 from fleet.core.exits import PRESTART_CAUSES, RunExit
-from fleet.core.markers import History, Kind, WordKind, history, is_tombstone, parked_until
+from fleet.core.markers import (
+    History,
+    Kind,
+    WordKind,
+    histories,
+    history,
+    is_tombstone,
+    parked_until,
+)
 from fleet.core.model import (
     Dispatch,
     Halt,
@@ -29,9 +38,11 @@ from fleet.core.model import (
     Policy,
     Snapshot,
     Status,
+    Unit,
     Waiting,
     WaitState,
     WorkerView,
+    deaths_since,
 )
 
 _LATCH_WORDS = {
@@ -113,11 +124,41 @@ def _closed(state: object) -> bool:
     return str(state) == "closed"
 
 
-def _reason(
-    issue: Issue, snap: Snapshot, lanes: set[str], any_healthy: bool, h: History
-) -> Waiting | None:
+_TODO = Status.TODO.value  # an enum member's value is a descriptor call: read it once
+_NUMBER = attrgetter("number")
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """What select reads of the snapshot once for all its issues, so each issue's predicates cost
+    the same on any board: the live units and launch deaths by issue (a scan of every worker per
+    issue grows with the fleet times the board), the lanes, the issues titled like the halt switch
+    (the halt issues are read from them, and each is held as the switch itself)."""
+
+    lanes: frozenset[str]
+    any_healthy: bool
+    titled: frozenset[int]  # id() of each open issue titled like the halt switch, held by select
+    live: Mapping[int, Sequence[Unit]]
+    deaths: Mapping[int, tuple[LaunchDeath, ...]]
+
+    @classmethod
+    def of(cls, snap: Snapshot, any_healthy: bool, titled: Iterable[Issue]) -> _Sweep:
+        live: dict[int, list[Unit]] = {}
+        deaths: dict[int, list[LaunchDeath]] = {}
+        for w in snap.workers:  # in the snapshot's order, as Snapshot.live_units lists them
+            for u in w.units:
+                if u.live:
+                    live.setdefault(u.issue, []).append(u)
+            for d in w.deaths:
+                deaths.setdefault(d.issue, []).append(d)
+        lanes = frozenset({w.lane for w in snap.workers} | {w.name for w in snap.workers})
+        died = {issue: tuple(ds) for issue, ds in deaths.items()}
+        return cls(lanes, any_healthy, frozenset(map(id, titled)), live, died)
+
+
+def _reason(issue: Issue, snap: Snapshot, sweep: _Sweep, h: History) -> Waiting | None:
     n, p = issue.number, snap.policy
-    if is_halt_title(issue.title, p.halt_title):
+    if id(issue) in sweep.titled:
         ignored = p.trust.distrust(issue.author, issue.author_association)
         if ignored is not None:
             return Waiting(n, 0, WaitState.SWITCH, f"a halt issue NOT obeyed: {ignored}")
@@ -128,7 +169,7 @@ def _reason(
             n, 9, WaitState.FIXTURE, f"labelled {p.fixture_label} (a test fixture is never work)"
         )
     # 1
-    if issue.status != Status.TODO.value:
+    if issue.status != _TODO:
         return Waiting(
             n, 1, WaitState.NOT_QUEUED, f"status is {issue.status or 'unset'!r}, not 'Todo'"
         )
@@ -137,7 +178,7 @@ def _reason(
     if unapproved is not None:
         return Waiting(n, 12, WaitState.UNAPPROVED, unapproved)
     # 2
-    if issue.lane and issue.lane not in lanes:
+    if issue.lane and issue.lane not in sweep.lanes:
         return Waiting(
             n, 2, WaitState.LANE_UNKNOWN, f"lane {issue.lane!r} names no worker in the inventory"
         )
@@ -146,11 +187,12 @@ def _reason(
     if issue.parent is not None and _closed(issue.parent.state):
         return Waiting(n, 3, WaitState.PARENT_CLOSED, f"parent #{issue.parent.number} is closed")
     # 4
-    if issue.open_blockers:
-        refs = ", ".join(f"#{b}" for b in issue.open_blockers)
+    blockers = issue.open_blockers if issue.blocked_by else ()  # most name none: no tuple built
+    if blockers:
+        refs = ", ".join(f"#{b}" for b in blockers)
         return Waiting(n, 4, WaitState.BLOCKED, f"blocked by {refs} (open)")
     # 5
-    live = snap.live_units(n)
+    live = sweep.live.get(n)
     if live:
         where = ", ".join(f"{u.worker}/{u.master}" for u in live)
         return Waiting(n, 5, WaitState.RUNNING, f"running on {where}")
@@ -162,7 +204,8 @@ def _reason(
         return marked
     # 7, continued: deaths before the start marker are in the workers' launch records, not on the
     # board, so only the snapshot can count them
-    deaths = snap.launch_deaths(n, h.last.at if h.last is not None else None)
+    died = sweep.deaths.get(n)
+    deaths = deaths_since(died, h.last.at if h.last is not None else None) if died else ()
     if len(deaths) >= p.attempt_cap:  # no marker counts these, so they are counted here
         return Waiting(n, 7, WaitState.DEAD_ON_LAUNCH, dead_on_launch_reason(deaths, p.attempt_cap))
     # 9
@@ -170,12 +213,12 @@ def _reason(
     if hold is not None:
         return Waiting(n, 9, WaitState.HELD, hold)
     # 10
-    if not any_healthy:
+    if not sweep.any_healthy:
         if any(w.reachable for w in snap.workers):
             return Waiting(n, 10, WaitState.DARK, "every reachable worker is capacity-dark")
         return Waiting(n, 10, WaitState.UNREACHABLE, "no worker is reachable")
     # 11
-    if issue.open_sub_issues:
+    if issue.sub_issues and issue.open_sub_issues:
         refs = ", ".join(f"#{s}" for s in issue.open_sub_issues)
         return Waiting(
             n, 11, WaitState.GROUPER, f"has open sub-issues {refs} (a grouper is not the work)"
@@ -251,23 +294,25 @@ def choose_worker(
 def select(snap: Snapshot) -> Plan:
     """Predicates 1–11 over one snapshot, in one pass."""
     open_issues = tuple(i for i in snap.issues if i.is_open)
-    halts = tuple(snap.halts) + issue_halts(open_issues, snap.policy)
+    title = halt_key(snap.policy.halt_title)
+    titled = tuple(i for i in open_issues if halt_key(i.title) == title)
+    halts = tuple(snap.halts) + issue_halts(titled, snap.policy)
     if snap.board_error is not None:
         return Plan(board_error=snap.board_error, halts=halts)
-    lanes = {w.lane for w in snap.workers} | {w.name for w in snap.workers}
     pool = healthy(snap.workers)
     load = live_load(snap.workers)
+    sweep = _Sweep.of(snap, bool(pool), titled)
     dispatch: list[Dispatch] = []
     waiting: list[Waiting] = []
     tombstones: list[int] = []
-    for issue in sorted(open_issues, key=lambda i: i.number):
-        h = history(issue, snap.policy)
+    ordered = sorted(open_issues, key=_NUMBER)
+    for issue, h in zip(ordered, histories(ordered, snap.policy), strict=True):
         # The tombstone detector (D6) reports every open issue whose last word is a success, not
         # only those that reach predicate 6: one whose Status already moved off Todo, or that is
         # blocked, is still a tombstone holding its dependants.
         if is_tombstone(issue, h):
             tombstones.append(issue.number)
-        why = _reason(issue, snap, lanes, bool(pool), h)
+        why = _reason(issue, snap, sweep, h)
         if why is None and halts:
             why = Waiting(issue.number, 0, WaitState.HALTED, _halt_line(halts[0], snap))
         if why is not None:

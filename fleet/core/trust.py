@@ -77,6 +77,8 @@ class Trust:
 
     def distrust(self, login: str, association: str | None) -> str | None:
         """None when ``login`` is trusted; else why not, in the operator's words."""
+        if self.allow is None and self.associations is None and not self.agent_logins:
+            return None  # everyone is trusted (the embedded default): no login to fold
         who = fold(login)
         if who and who in self.agent_logins:
             return f"{login} is an agent login (trust.agent_logins): agents never steer the fleet"
