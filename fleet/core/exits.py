@@ -30,7 +30,7 @@ class Exit(IntEnum):
     NO_PERMISSION = 31  # check 8: the master cannot write its state directory
     NO_RUNNER = 32  # check 8: fleet's runner is not installed for this master
     CLONE_UNSYNCED = 33  # check 9
-    CLONE_FOREIGN_ORIGIN = 34  # check 9: the clone's origin is not the inventory's (fleet.core.origin)
+    CLONE_FOREIGN_ORIGIN = 34  # check 9: the clone's origin is not the inventory's
     # the fresh read of the issue re-asks the scheduler's marker predicates and approval (D15)
     LATCHED = 35  # predicate 6: the last marker latches (start, success, block, no-op, cancel, ...)
     EXHAUSTED = 36  # predicate 7: the attempt budget is spent

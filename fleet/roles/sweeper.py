@@ -45,6 +45,7 @@ def sweep_pool(workers: int) -> int:
     """The engine's pool for a fleet of ``workers`` workers."""
     return SWEEP_CLAIMS_PER_WORKER * max(1, workers)
 
+
 # The three failure classes of seed 000, acted on by the engine (fleet/roles/engine.py): retry-class
 # refusals clear by themselves within seconds, so the engine dispatches them again on its ladder
 # (RETRY_BACKOFFS_S) within this tick; refusals are the mechanism working and are never retried;

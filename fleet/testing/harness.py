@@ -97,6 +97,8 @@ def masters() -> dict[str, tuple[str, ...]]:
     if not raw.isdigit() or not 1 <= int(raw) <= len(MASTER_USERS):
         raise ValueError(f"{MASTERS_ENV}={raw!r}: a whole number from 1 to {len(MASTER_USERS)}")
     return {w: MASTER_USERS[: int(raw)] for w in MASTERS}
+
+
 FLEET_GID = 2000  # group of every master in the image (docker/build-rootfs.sh); owns the volume
 IMAGE_PYTHON = (3, 11)  # Debian bookworm's python3: the host's wheels must be built for it
 VENV_PYTHON = "/opt/fleet-venv/bin/python"  # the image's interpreter with fleet's dependencies

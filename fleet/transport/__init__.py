@@ -1,5 +1,5 @@
-"""Run a command on a worker: locally through ``invoke.Context`` (``local``), remotely through
-``fabric.Connection`` (``ssh``), behind one small Protocol (``base``). Every command sent is a shell
+"""Run a command on a worker: locally as a ``bash -c`` child (``local``), remotely on a session
+channel of one ``fabric.Connection`` (``ssh``), behind one small Protocol (``base``). Every command sent is a shell
 string whose values were quoted by its builder (``shell``); the transport prepends the PATH repair
 of pre-flight check 0 (D3).
 

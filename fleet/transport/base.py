@@ -110,14 +110,7 @@ class LineStream:
         return line.decode("utf-8", "replace").rstrip("\r")
 
 
-# run() feeds no input, and says so with EOF: with in_stream=False invoke/fabric leave the command's
-# stdin pipe open forever, so anything that reads stdin would hang until its timeout. Redirecting
-# in the shell costs nothing; invoke's own EOF path (an empty in_stream) adds ~7 ms per run.
+# run() feeds no input, and says so with EOF: an SSH channel's stdin stays open until the channel
+# closes, so anything that read stdin would hang until its timeout. Redirecting in the shell costs
+# nothing and makes both carriers alike.
 NO_STDIN = "exec </dev/null; "
-
-
-def killed_by_timer(result: RunResult, timeout: float | None, started: float) -> bool:
-    """invoke races its own timer: when the kill lands before the timer thread has finished, the
-    killed command comes back as a Result (exit -1 from a closed ssh channel, -9 locally) instead
-    of CommandTimedOut. Seen here in ~1 of 5 ssh runs. A negative exit past the deadline is that."""
-    return timeout is not None and result.exit < 0 and time.monotonic() - started >= timeout

@@ -1,4 +1,4 @@
-"""The local carrier: the worker is this machine (``invoke.Context``), with the same PATH repair
+"""The local carrier: the worker is this machine (a ``bash -c`` child), with the same PATH repair
 and the same command builders as SSH; only the carrier differs."""
 
 from __future__ import annotations
@@ -7,10 +7,7 @@ import os
 import select
 import signal
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
-
-import invoke
 
 from fleet.transport.base import (
     NO_STDIN,
@@ -20,13 +17,26 @@ from fleet.transport.base import (
     RunResult,
     Stream,
     TransportError,
-    killed_by_timer,
 )
 from fleet.transport.shell import env_exports, path_repair
 
+# The shell every local command runs in: the command builders are shared with ssh, whose login
+# shell on our workers is bash.
+SHELL = "/bin/bash"
 
-def result_of(res: invoke.Result) -> RunResult:
-    return RunResult(exit=res.exited, stdout=res.stdout, stderr=res.stderr)
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", "replace")
+
+
+def _end(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Kill the command's whole process group (its own session: a child it left behind could hold
+    a lock or a pipe) and collect what it printed before."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return proc.communicate()
 
 
 class _ProcessStream(LineStream):
@@ -60,7 +70,9 @@ class _ProcessStream(LineStream):
 
 
 class LocalTransport:
-    """The worker is this machine: ``invoke.Context().run`` with the same PATH repair as ssh.
+    """The worker is this machine: a ``bash -c`` child with the same PATH repair as ssh. A plain
+    child, not ``invoke.Context.run``: invoke polls its reader threads every 10 ms, which cost
+    ~15 ms a command here (bench/cold_bench.py) and every probe of a local worker is one.
 
     The embedded default (one local worker) goes through here, so the local and remote paths share
     every command builder; only the carrier differs.
@@ -78,8 +90,6 @@ class LocalTransport:
         self._repair = path_repair(self.path_prefix)  # validated once, at construction
         self.env = dict(env or {})
         env_exports(self.env)  # reject a bad variable name now, not at the first run
-        # lazy=True: the operator's /etc/invoke.yaml and ~/.invoke.yaml do not change how we run.
-        self._ctx = invoke.Context(config=invoke.Config(lazy=True))
 
     def run(
         self,
@@ -89,28 +99,36 @@ class LocalTransport:
         env: Mapping[str, str] | None = None,
     ) -> RunResult:
         full = NO_STDIN + env_exports({**self.env, **(env or {})}) + self._repair + command
-        started = time.monotonic()
         try:
-            res = self._ctx.run(full, hide=True, warn=True, in_stream=False, timeout=timeout)
-        except invoke.exceptions.CommandTimedOut as err:
-            raise CommandTimeout(
-                f"{self.worker}: command timed out after {timeout}s", result_of(err.result)
-            ) from err
-        except (OSError, invoke.exceptions.ThreadException) as err:
+            proc = subprocess.Popen(
+                [SHELL, "-c", full],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group: a timeout ends all of it
+            )
+        except OSError as err:
             raise TransportError(
                 f"{self.worker}: could not run the command locally: {err}"
             ) from err
-        assert res is not None  # warn=True: invoke returns a Result for every exit status
-        result = result_of(res)
-        if killed_by_timer(result, timeout, started):
-            raise CommandTimeout(f"{self.worker}: command timed out after {timeout}s", result)
-        return result
+        try:
+            out, err_out = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out, err_out = _end(proc)
+            partial = RunResult(exit=-signal.SIGKILL, stdout=_text(out), stderr=_text(err_out))
+            raise CommandTimeout(
+                f"{self.worker}: command timed out after {timeout}s", partial
+            ) from None
+        except BaseException:
+            _end(proc)  # interrupted (Ctrl-C): the command is ours, it does not outlive the wait
+            raise
+        return RunResult(exit=proc.returncode, stdout=_text(out), stderr=_text(err_out))
 
     def open_stream(self, command: str) -> Stream:
         full = env_exports(self.env) + self._repair + command
         try:
             proc = subprocess.Popen(
-                [self._ctx.config.run.shell, "-c", full],  # the shell run() uses
+                [SHELL, "-c", full],  # the shell run() uses
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

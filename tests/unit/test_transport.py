@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -255,6 +256,19 @@ def test_local_transport_timeout_is_its_own_error_with_partial_output() -> None:
         LocalTransport("here").run("echo started; sleep 5", timeout=0.3)
     assert isinstance(caught.value, TransportError)
     assert caught.value.partial is not None and "started" in caught.value.partial.stdout
+
+
+def test_local_transport_timeout_ends_what_the_command_started_too() -> None:
+    """A child the command left running (a hung git, a lock holder) dies with it on the timeout,
+    and the run still returns at its deadline, not when the child would have ended."""
+    with pytest.raises(CommandTimeout) as caught:
+        LocalTransport("here").run("sleep 30 & echo $!; wait", timeout=0.5)
+    assert caught.value.partial is not None
+    child = int(caught.value.partial.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
+        time.sleep(0.02)
+    assert not Path(f"/proc/{child}").exists()
 
 
 def test_probe_reach_through_the_local_transport(tmp_path: Path) -> None:

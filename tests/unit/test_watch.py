@@ -26,7 +26,9 @@ def test_a_read_that_fails_is_a_frame_and_the_next_read_redraws():
 
     out = io.StringIO()
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    assert w.watch(read, 0.2, out=out, tty=False, count=2, clock=lambda: now, interrupt=NoWait()) == 2
+    assert (
+        w.watch(read, 0.2, out=out, tty=False, count=2, clock=lambda: now, interrupt=NoWait()) == 2
+    )
     text = out.getvalue()
     assert "could not be read: RuntimeError: board unreadable: gone" in text
     assert "heartbeat: 3s ago" in text
