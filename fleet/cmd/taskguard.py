@@ -64,6 +64,17 @@ class _HelpFillsPositionals(Argument):
                     other.raw_value, other._value = value, value
 
 
+def keep_bytecode() -> None:
+    """Let the fleet package keep its bytecode cache under invoke.
+
+    invoke turns bytecode writing off for the whole process so that loading a ``tasks.py`` leaves
+    no ``tasks.pyc`` beside it; the fleet package's modules, imported after that, would then be
+    compiled from source on every command of an editable install: ~50 ms, a third of a cold
+    ``invoke dispatch --dry-run`` (bench/cold_bench.py). The interpreter's own switch (``-B``,
+    ``PYTHONDONTWRITEBYTECODE``) still turns it off."""
+    sys.dont_write_bytecode = bool(sys.flags.dont_write_bytecode)
+
+
 class GuardedTask(Task):
     """A task whose call first honours ``--help`` and ``--json`` (see the module's docstring)."""
 
@@ -89,6 +100,7 @@ class GuardedTask(Task):
         return super().arg_opts(name, default, taken_names | {"h"})
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        keep_bytecode()  # ``fleet X``: Program.run turned it off after the collection was loaded
         if asks_help((*args[1:], *kwargs.values())):
             print_task_help(self, self.fleet_path or self.name)
             return None
@@ -114,4 +126,12 @@ def takes_json(task: Task) -> bool:
     return "json" in inspect.signature(task.body).parameters
 
 
-__all__ = ["HELP_TOKENS", "GuardedTask", "asks_help", "guard", "print_task_help", "takes_json"]
+__all__ = [
+    "HELP_TOKENS",
+    "GuardedTask",
+    "asks_help",
+    "guard",
+    "keep_bytecode",
+    "print_task_help",
+    "takes_json",
+]

@@ -99,3 +99,44 @@ def test_the_worker_side_starts_without_the_heavy_libraries() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def cached_modules(prefix: Path) -> set[str]:
+    """The fleet modules whose bytecode a run left under ``prefix`` (``PYTHONPYCACHEPREFIX``)."""
+    return {p.name.split(".")[0] for p in prefix.rglob("*.pyc") if "fleet" in p.parts}
+
+
+@pytest.mark.parametrize("which", ["invoke", "fleet"])
+@pytest.mark.parametrize("interpreter_says", ["write", "dont-write"])
+def test_a_command_keeps_the_packages_bytecode_unless_the_interpreter_is_told_not_to(
+    tmp_path: Path, embedded: Path, which: str, interpreter_says: str
+) -> None:
+    """invoke turns bytecode writing off for its whole process; the package must not be compiled
+    again on every command (a third of a cold one), and -B / PYTHONDONTWRITEBYTECODE still rule."""
+    prefix = tmp_path / "pycache"
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+    }
+    env.update(PYTHONPYCACHEPREFIX=str(prefix), PYTHONPATH=str(ROOT), FLEET_INVENTORY=str(embedded))
+    if interpreter_says == "dont-write":
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    runner = (
+        "from invoke.main import program"
+        if which == "invoke"
+        else ("from fleet.cmd.cli import program")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", f"{runner}; program.run([{which!r}, 'fleet-status'])"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert proc.returncode == 0, proc.stderr
+    cached = cached_modules(prefix)
+    if interpreter_says == "write":
+        # the collection's modules and the ones the task imported after invoke turned writing off
+        assert {"collection", "status", "model"} <= cached
+    else:
+        assert cached == set()
