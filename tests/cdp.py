@@ -113,10 +113,13 @@ class Chromium:
         binary = browser.find()
         if binary is None:
             raise RuntimeError("no chromium on PATH: `invoke test` installs Debian's package")
-        self._profile = tempfile.TemporaryDirectory(prefix="fleet-cdp-")
-        args = browser.base_args(binary, self._profile.name)
+        self._profile = tempfile.mkdtemp(prefix="fleet-cdp-")
+        args = browser.base_args(binary, self._profile)
         args += ["--remote-debugging-port=0", "--window-size=1600,1000", "about:blank"]
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+        # Its own session: on exit every helper it started is ended with it (browser.end_group).
+        self.proc = subprocess.Popen(
+            args, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         port = self._port()
         # Chromium keeps writing to stderr; drain it, or a full pipe stalls the browser.
         threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # type: ignore[union-attr]
@@ -149,4 +152,5 @@ class Chromium:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-            self._profile.cleanup()
+            browser.end_group(self.proc.pid)
+            browser.remove_profile(self._profile)

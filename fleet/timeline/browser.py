@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 NAMES = ("chromium", "chromium-browser")
@@ -20,6 +23,11 @@ DEBIAN_PACKAGE = "chromium"
 # first start there ~8 s. 90 s is ten of the worst seen: a wedged browser, not a slow one.
 SHOT_TIMEOUT_S = 90.0
 MAX_SIDE_PX = 16000  # Chromium's largest surface; a wider page is shot at this size (it scrolls)
+# After the browser exits, how long its helpers may take to die, and how often the profile's
+# removal is tried again: a killed process's last writes land within milliseconds.
+HELPERS_GONE_S = 5.0
+REMOVE_TRIES = 20
+REMOVE_PAUSE_S = 0.05
 
 
 class BrowserError(RuntimeError):
@@ -50,6 +58,47 @@ def base_args(binary: str, profile: str) -> list[str]:
     return args
 
 
+def end_group(pid: int) -> None:
+    """End what is left of a browser started in its own session (``start_new_session``): Chromium's
+    helpers (the crash handler, the zygote) can outlive its main process and go on writing into the
+    profile. Waits, bounded, until none of the group is left."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + HELPERS_GONE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(REMOVE_PAUSE_S)
+
+
+def remove_profile(path: str) -> None:
+    """Remove a browser's profile directory, trying again while a helper's last write lands."""
+    for attempt in range(REMOVE_TRIES):
+        try:
+            shutil.rmtree(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if attempt == REMOVE_TRIES - 1:
+                raise
+            time.sleep(REMOVE_PAUSE_S)
+
+
+@contextmanager
+def profile() -> Iterator[str]:
+    """A throwaway profile directory, removed after the browser that used it (see remove_profile)."""
+    path = tempfile.mkdtemp(prefix="fleet-chromium-")
+    try:
+        yield path
+    finally:
+        remove_profile(path)
+
+
 def screenshot(page: Path, png: Path, width: int, height: int) -> Path:
     """Draw ``page`` (a file) into ``png`` at ``width`` x ``height`` CSS pixels."""
     binary = find()
@@ -61,17 +110,27 @@ def screenshot(page: Path, png: Path, width: int, height: int) -> Path:
     w, h = min(width, MAX_SIDE_PX), min(height, MAX_SIDE_PX)
     png.parent.mkdir(parents=True, exist_ok=True)
     png.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="fleet-chromium-") as profile:
-        args = base_args(binary, profile)
+    with profile() as data_dir:
+        args = base_args(binary, data_dir)
         args += [f"--window-size={w},{h}", f"--screenshot={png.resolve()}"]
         args.append(page.resolve().as_uri())
+        started = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own group, so that end_group() reaches every helper
+        )
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=SHOT_TIMEOUT_S)
+            _, stderr = started.communicate(timeout=SHOT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            end_group(started.pid)
+            started.communicate()
             raise BrowserError(f"chromium did not finish within {SHOT_TIMEOUT_S:.0f} s") from None
+        end_group(started.pid)
     if not png.exists() or png.stat().st_size == 0:
-        tail = "\n".join((proc.stderr or "").strip().splitlines()[-5:])
-        raise BrowserError(f"chromium exited {proc.returncode} and wrote no picture: {tail}")
+        tail = "\n".join((stderr or "").strip().splitlines()[-5:])
+        raise BrowserError(f"chromium exited {started.returncode} and wrote no picture: {tail}")
     return png
 
 

@@ -5,6 +5,7 @@ the PNG that ``--png`` writes is a real picture of it."""
 from __future__ import annotations
 
 import itertools
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -275,3 +276,32 @@ def test_a_busy_day_stays_readable_every_bar_visible_and_none_on_another(runs, t
         assert width <= MAX_PLOT_PX + 400
         assert page.js("document.querySelectorAll('.agg').length") > 0
         assert page.errors == []
+
+
+def test_a_helper_that_outlives_the_browser_is_ended_and_the_profile_still_goes(tmp_path):
+    """Chromium's helpers can outlive its main process and keep writing into the profile (a
+    removal then failed on "Directory not empty"): the group is ended, then the profile removed."""
+    data_dir = tmp_path / "profile"
+    (data_dir / "Default").mkdir(parents=True)
+    # The leader starts a writer into the profile and exits at once, as the browser's main does.
+    script = 'while :; do touch "$1/Default/f$RANDOM"; sleep 0.001; done >/dev/null & echo $!'
+    leader = subprocess.Popen(
+        ["bash", "-c", script, "bash", str(data_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    writer = int(leader.communicate(timeout=10)[0])
+    assert Path(f"/proc/{writer}").exists()  # the helper is alive after its leader is gone
+    browser.end_group(leader.pid)
+    browser.remove_profile(str(data_dir))
+    assert not data_dir.exists()
+    assert not Path(f"/proc/{writer}").exists() or "Z" in _state(writer)
+
+
+def _state(pid: int) -> str:
+    """A process's state letter: a killed helper not yet reaped by init is a zombie ("Z")."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
