@@ -51,6 +51,12 @@ def cli(python: str, *args: str) -> list[str]:
     return [python, "-m", WORKER_MODULE, *args]
 
 
+def opt(name: str, value: str) -> str:
+    """``--name=value`` as one word: a value that begins with ``-`` (a directory named ``-x``) given
+    as a word of its own is read by argparse as another option, and the start is refused."""
+    return f"--{name}={value}"
+
+
 def build_start_command(
     *,
     python: str,
@@ -66,28 +72,27 @@ def build_start_command(
     """The worker's ``start`` line; every value is shell-quoted (``shlex.join``)."""
     check_issue(issue)
     check_start_args(argv, env, max_run_s)
-    parts = cli(python, "start", "--dir", state_dir, "--issue", str(issue))
+    parts = cli(python, "start", opt("dir", state_dir), "--issue", str(issue))
     parts += ["--max-run-s", str(max_run_s)]
-    for key, value in env.items():
-        parts += ["--setenv", f"{key}={value}"]
+    parts += [opt("setenv", f"{key}={value}") for key, value in env.items()]
     if cwd:
-        parts += ["--cwd", cwd]
+        parts.append(opt("cwd", cwd))
     if on_failure:
-        parts += ["--on-failure", on_failure]
+        parts.append(opt("on-failure", on_failure))
     if kill_grace_s is not None:
         parts += ["--kill-grace-s", str(kill_grace_s)]
     return shlex.join([*parts, "--", *argv])
 
 
 def build_probe_command(*, python: str, state_dir: str) -> str:
-    return shlex.join(cli(python, "probe", "--dir", state_dir))
+    return shlex.join(cli(python, "probe", opt("dir", state_dir)))
 
 
 def build_stop_command(*, python: str, state_dir: str, issue: int, timeout_s: float) -> str:
     check_issue(issue)
     if not timeout_s >= 0:
         raise ValueError(f"timeout_s must be >= 0, got {timeout_s!r}")
-    parts = cli(python, "stop", "--dir", state_dir, "--issue", str(issue))
+    parts = cli(python, "stop", opt("dir", state_dir), "--issue", str(issue))
     return shlex.join([*parts, "--timeout-s", str(float(timeout_s))])
 
 
