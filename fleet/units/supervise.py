@@ -164,7 +164,8 @@ def _launch(
     paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handshake, log_fd: int
 ) -> tuple[subprocess.Popen[bytes], UnitRecord] | None:
     """Start the main process and answer the handshake; None when the exec failed (Type=exec: a
-    failed exec is a failed start, reported as such, and the name is freed)."""
+    failed exec is a failed start, reported as such, its on-failure alarm run as systemd runs
+    ``OnFailure=``, and the name is freed)."""
     record = UnitRecord(issue, supervisor_pid=os.getpid(), max_run_s=spec["max_run_s"])
     write_json(paths.state, record.to_json())
     start_us = time.monotonic_ns() // 1000
@@ -178,6 +179,8 @@ def _launch(
     except OSError as exc:
         os.unlink(paths.state)
         handshake.send("failed", None, f"exec {spec['argv'][0]!r} failed: {exc}")
+        if spec.get("on_failure"):  # a failed start is a failed unit: its alarm fires, once
+            _notify(spec, issue, {"result": "exec-failed", "exit_code": None, "signal": None})
         return None
     record = record._replace(state="active", pid=main.pid, start_us=start_us, started_at=started_at)
     write_json(paths.state, record.to_json())

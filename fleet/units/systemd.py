@@ -99,18 +99,26 @@ def _systemd_run_args(s: UnitStart, notifier: str | None) -> list[str]:
 
 
 # One claim, as a shell function: ``fleet_claim N ARGS...`` prints a ``begin`` mark, runs
-# ``systemd-run ARGS`` (its words, stderr included, are that section's body), prints the ``start`` mark with its exit code and, only on a refusal, the
-# unit's state (a launch needs no second systemctl: ``Type=exec`` exit 0 is the exec done, and the
-# probe reads the start time). A refused start whose unit then shows ``not-found`` is tried once
-# more: systemd refuses a name in the instant it collects the unit that held it ("already
-# loaded"), and by the show the name is free; read as it stood, that is a supervisor failure (43)
-# for a free name. A second refusal stays one. Under the fleet lock, so the retry races no other
-# dispatcher. N is an issue number (check_issue), so it needs no quoting.
+# ``systemd-run ARGS`` (its words, stderr included, are that section's body), prints the ``start``
+# mark with its exit code and, only on a refusal, the unit's state (a launch needs no second
+# systemctl: ``Type=exec`` exit 0 is the exec done, and the probe reads the start time).
+#
+# A start refused because the name was taken, whose unit then shows ``not-found``, is tried once
+# more: systemd refuses a name in the instant it collects the unit that held it ("was already
+# loaded", "already exists" in older versions), and by the show the name is free; read as it
+# stood, that is a supervisor failure (43) for a free name. Only that refusal: a start whose
+# command could not be executed also leaves its unit collected, and a second try would run the
+# failed exec and its OnFailure alarm twice. The words only choose whether to try again; the answer
+# is still classified by exit code and state, and words this does not know leave the refusal as
+# it stood (43, cannot-classify: no duplicate either way). A second refusal stays one. Under the
+# fleet lock, so the retry races no other dispatcher. N is an issue number (check_issue), so it
+# needs no quoting.
 _CLAIM_FUNCTION = (
     "fleet_claim() { n=$1; shift; "
-    f'echo "{MARK} begin_$n rc=0"; systemd-run "$@" 2>&1; rc=$?; '
-    'if [ "$rc" -ne 0 ] && [ "$(systemctl --user show -p LoadState --value "task-$n.service" '
-    '2>/dev/null)" = not-found ]; then systemd-run "$@" 2>&1; rc=$?; fi; '
+    f'echo "{MARK} begin_$n rc=0"; out=$(systemd-run "$@" 2>&1); rc=$?; printf "%s\\n" "$out"; '
+    'case $out in *"already loaded"*|*"already exists"*) taken=1;; *) taken=0;; esac; '
+    'if [ "$rc" -ne 0 ] && [ "$taken" = 1 ] && [ "$(systemctl --user show -p LoadState --value '
+    '"task-$n.service" 2>/dev/null)" = not-found ]; then systemd-run "$@" 2>&1; rc=$?; fi; '
     f'echo; echo "{MARK} start_$n rc=$rc"; '
     f'if [ "$rc" -ne 0 ]; then {show_command(chr(34) + "task-$n.service" + chr(34))}; fi; }}'
 )

@@ -22,7 +22,7 @@ from fleet.board import open_board
 from fleet.context import FleetContext
 from fleet.core.model import Unit
 from fleet.inventory import WorkerConfig, load
-from fleet.units import ClaimCode, PortableSupervisor, Supervisor
+from fleet.units import ClaimCode, PortableSupervisor, Supervisor, SystemdSupervisor
 from fleet.units.base import UnitStart
 
 pytestmark = pytest.mark.timeout(300)
@@ -91,7 +91,7 @@ def backend(request: pytest.FixtureRequest, fleet: FleetContext) -> Iterator[Bac
         )
     b = Backend(request.param, sup, w, fleet, BACKENDS[request.param])
     yield b
-    for k in range(10):  # whatever a test left running, stopped (only this backend's own numbers)
+    for k in range(11):  # whatever a test left running, stopped (only this backend's own numbers)
         b.sup.stop(b.issue(k), timeout_s=STOP_S)
 
 
@@ -189,3 +189,54 @@ def test_claims_of_one_master_in_one_call_each_answer_for_itself(backend: Backen
     ], [x.detail if x else None for x in claims]
     assert [u.start_us for u in backend.live(b)] == [holder.start_us]  # no second run of b
     assert len(backend.live(a)) == len(backend.live(c)) == 1
+
+
+ALARM_UNIT = "fleet-contract-alarm@.service"  # a stand-in OnFailure alarm that counts its firings
+
+
+def counting(backend: Backend, log: str) -> Supervisor:
+    """The backend's supervisor with an on-failure alarm that appends the unit's name to ``log``."""
+    if backend.name == "systemd":
+        text = f"[Service]\nType=oneshot\nExecStart=/bin/sh -c 'echo %i >> {log}'\n"
+        backend.sh(
+            'd="${XDG_CONFIG_HOME:-$HOME/.config}/systemd/user"; mkdir -p "$d" && '
+            f'printf %s {shlex.quote(text)} > "$d/{ALARM_UNIT}" && systemctl --user daemon-reload'
+        )
+        return SystemdSupervisor(
+            backend.ctx.transport(backend.w),
+            worker=backend.w.name,
+            master=backend.w.master or "",
+            notifier=ALARM_UNIT,
+        )
+    assert isinstance(backend.sup, PortableSupervisor)
+    return PortableSupervisor(
+        backend.ctx.transport(backend.w),
+        worker=backend.w.name,
+        master=backend.w.master or "",
+        state_dir=backend.sup.state_dir,
+        python=backend.w.python,
+        notifier=f'echo "$FLEET_UNIT" >> {log}',
+    )
+
+
+def test_a_start_whose_command_cannot_be_executed_is_refused_once_and_alarms_once(
+    backend: Backend,
+) -> None:
+    """A run whose working directory is gone (a removed worktree): nothing runs, the claim is a
+    supervisor failure, the name is free again, and the on-failure alarm fires once. systemd-run
+    leaves such a unit collected, as it does a name refused in the instant of its collection; a
+    claim that took this for that and tried again would run the failed exec and alarm twice."""
+    n = backend.issue(10)
+    log = f"{backend.w.state_dir}/contract-alarms-{backend.name}"
+    backend.sh(f"rm -f {shlex.quote(log)}")
+    sup = counting(backend, log)
+    claim = sup.start(
+        n, ["sleep", "30"], env=backend.env(), max_run_s=60, cwd="/nonexistent/fleet-contract-dir"
+    )
+    # Not launched: a supervisor failure, or, when systemd's show still sees the failed unit before
+    # its collection, a name held by a finished run (retried later); never a live unit.
+    assert claim.code in (ClaimCode.SUPERVISOR_FAILED, ClaimCode.HELD_FINISHED), claim.detail
+    backend.wait("the alarm", lambda: backend.cat(log).strip() != "")
+    time.sleep(2.0)  # a second alarm, if one were coming, has had its time
+    assert backend.cat(log).split() == [f"task-{n}"]
+    assert backend.live(n) == []

@@ -292,6 +292,56 @@ def test_systemd_start_command_is_the_d3_invocation_then_a_state_read() -> None:
     assert 'systemctl --user show "task-$n.service"' in function and "ActiveState" in function
 
 
+# Stand-ins for the two systemd commands the claim function calls, to drive its shell branches on
+# this box (systemd itself answers in tests/docker/test_supervisor_contract.py): systemd-run logs
+# each call and answers with $ANSWER's words and exit 1 until $ANSWERS_LEFT calls have been made;
+# systemctl says the unit is gone.
+SYSTEMD_RUN_STUB = """#!/bin/sh
+echo call >> "$CALLS"
+if [ "$(wc -l < "$CALLS")" -le "$REFUSALS" ]; then printf '%s\\n' "$ANSWER"; exit 1; fi
+exit 0
+"""
+SYSTEMCTL_STUB = """#!/bin/sh
+case "$*" in *"-p LoadState --value"*) echo not-found;; *) printf 'Id=x\\nLoadState=not-found\\n';; esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("answer", "refusals", "calls", "rc"),
+    [
+        (COLLISION, 1, 2, 0),  # the name refused in the instant of its collection: once more
+        (COLLISION, 2, 2, 1),  # refused again: a refusal, tried twice and no more
+        ("Failed to start transient service unit: Unit task-42.service already exists.", 1, 2, 0),
+        # the command could not be executed: its unit is collected too, but a second try would run
+        # the failed exec and its OnFailure alarm again
+        (
+            'Job for task-42.service failed.\nSee "systemctl --user status task-42.service".',
+            1,
+            1,
+            1,
+        ),
+        ("words this code does not know", 1, 1, 1),
+    ],
+)
+def test_a_refused_claim_is_tried_again_only_when_systemd_says_the_name_was_taken(
+    tmp_path, answer: str, refusals: int, calls: int, rc: int
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("systemd-run", SYSTEMD_RUN_STUB), ("systemctl", SYSTEMCTL_STUB)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / "calls"
+    log.touch()
+    start = UnitStart(42, ("agent",), ENV, 60)
+    ((command, _),) = systemd.build_starts_commands([start])
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(log), "ANSWER": answer,
+           "REFUSALS": str(refusals)}  # fmt: skip
+    out = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=30)
+    assert len(log.read_text().splitlines()) == calls
+    assert f"start_42 rc={rc}" in out.stdout
+
+
 def test_systemd_claims_of_one_master_share_commands_that_fit_one_argument() -> None:
     starts = [UnitStart(n, ("agent", "x" * 2000), {"PATH": "/usr/bin"}, 60) for n in range(1, 120)]
     commands = systemd.build_starts_commands(starts)
