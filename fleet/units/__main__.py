@@ -148,8 +148,12 @@ def start_answer(directory: str, spec: dict[str, Any], python: str | None = None
         except subprocess.TimeoutExpired:
             rc = None
         return _failed(f"supervisor gave no valid handshake (exit {rc}): {line[:200]!r}")
-    if payload["code"] != "launched":
-        proc.wait(timeout=HANDSHAKE_TIMEOUT_S)  # a loser exits right after its handshake
+    if payload["code"] in ("held-live", "held-finished"):
+        # A loser exits right after its handshake: reaped here. A failed start's supervisor runs
+        # its on-failure alarm first (up to the notifier's bound), and a claim does not wait for
+        # an alarm: it is left to finish on its own, detached like a launched one.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=HANDSHAKE_TIMEOUT_S)
     return payload, START_EXITS[payload["code"]]
 
 

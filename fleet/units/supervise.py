@@ -100,7 +100,7 @@ def _supervise(directory: str, spec: dict[str, Any], handshake: _Handshake) -> i
     else:
         handshake.send("failed", None, "the name lock changed hands three times in a row")
         return 1
-    return _run_unit(paths, issue, spec, handshake)
+    return _run_unit(paths, issue, spec, handshake, lock_fd)
 
 
 def _unit_env(
@@ -112,12 +112,19 @@ def _unit_env(
     return env
 
 
-def _run_unit(paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handshake) -> int:
+def _run_unit(
+    paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handshake, lock_fd: int
+) -> int:
     """We hold the name: launch, watch, collect. Exiting releases the lock: the unit is collected."""
     log_fd = _take_over(paths)
     wake = _Wake()
     launched = _launch(paths, issue, spec, handshake, log_fd)
     if launched is None:
+        # As systemd does with a unit whose exec failed: the name is free at once (closing the
+        # descriptor drops our record lock), then the on-failure alarm fires, once.
+        os.close(lock_fd)
+        if spec.get("on_failure"):
+            _notify(spec, issue, {"result": "exec-failed", "exit_code": None, "signal": None})
         return 1
     main, record = launched
     result, reaped = _watch(main, record, wake)
@@ -164,8 +171,7 @@ def _launch(
     paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handshake, log_fd: int
 ) -> tuple[subprocess.Popen[bytes], UnitRecord] | None:
     """Start the main process and answer the handshake; None when the exec failed (Type=exec: a
-    failed exec is a failed start, reported as such, its on-failure alarm run as systemd runs
-    ``OnFailure=``, and the name is freed)."""
+    failed exec is a failed start, reported as such)."""
     record = UnitRecord(issue, supervisor_pid=os.getpid(), max_run_s=spec["max_run_s"])
     write_json(paths.state, record.to_json())
     start_us = time.monotonic_ns() // 1000
@@ -179,8 +185,6 @@ def _launch(
     except OSError as exc:
         os.unlink(paths.state)
         handshake.send("failed", None, f"exec {spec['argv'][0]!r} failed: {exc}")
-        if spec.get("on_failure"):  # a failed start is a failed unit: its alarm fires, once
-            _notify(spec, issue, {"result": "exec-failed", "exit_code": None, "signal": None})
         return None
     record = record._replace(state="active", pid=main.pid, start_us=start_us, started_at=started_at)
     write_json(paths.state, record.to_json())

@@ -151,14 +151,16 @@ def build_starts_commands(
     one shell for many claims."""
     out: list[tuple[str, Sequence[UnitStart]]] = []
     lines: list[str] = [_CLAIM_FUNCTION]
-    size, first = len(_CLAIM_FUNCTION), 0
+    head = len(_CLAIM_FUNCTION.encode())
+    size, first = head, 0
     for i, s in enumerate(starts):
         line = shlex.join(["fleet_claim", str(s.issue), *_systemd_run_args(s, notifier)])
-        if i > first and size + 1 + len(line) > MAX_COMMAND_BYTES:
+        length = len(line.encode())  # the kernel's limit is in bytes: a non-ASCII path is several
+        if i > first and size + 1 + length > MAX_COMMAND_BYTES:
             out.append(("\n".join(lines), starts[first:i]))
-            lines, size, first = [_CLAIM_FUNCTION], len(_CLAIM_FUNCTION), i
+            lines, size, first = [_CLAIM_FUNCTION], head, i
         lines.append(line)
-        size += 1 + len(line)
+        size += 1 + length
     if len(lines) > 1:
         out.append(("\n".join(lines), starts[first:]))
     return out
@@ -442,7 +444,19 @@ class SystemdSupervisor:
             return []
         answers: list[Claim | None] = []
         for command, chunk in build_starts_commands(starts, self.notifier):
-            answers += self._claims(command, chunk)
+            try:
+                answers += self._claims(command, chunk)
+            except TransportError as exc:
+                if not answers:
+                    raise  # nothing answered: the caller reads every claim as lost, with why
+                # Earlier commands answered and keep their answers (launches among them); this
+                # one may have begun (None: the next probe tells); the rest were never sent.
+                answers += [None] * len(chunk)
+                why = f"not tried: an earlier command of the batch failed: {exc}"
+                answers += [Claim(ClaimCode.SUPERVISOR_FAILED, None, why)] * (
+                    len(starts) - len(answers)
+                )
+                break
         return answers
 
     def _claims(self, command: str, starts: Sequence[UnitStart]) -> list[Claim | None]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import fleet
-from fleet.transport import RunResult, TransportError
+from fleet.transport import LocalTransport, RunResult, TransportError
 from fleet.units import ClaimCode, PortableSupervisor, choose_supervisor
 from fleet.units import __main__ as units_main
 from fleet.units.portable import build_start_command
@@ -334,6 +334,29 @@ def test_exec_failure_is_a_supervisor_failure_and_frees_the_name(state_dir: Path
     assert failed.code is ClaimCode.SUPERVISOR_FAILED and "nonexistent" in failed.detail
     assert sup.probe() == ()
     assert sup.start(13, ["sleep", "5"], env=UNIT_ENV, max_run_s=60).launched
+
+
+def test_a_failed_start_answers_at_once_and_its_alarm_fires_once_afterwards(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose working directory is gone: the claim (in the dispatcher's own process, under
+    the fleet lock) answers a supervisor failure without waiting for the on-failure alarm, which
+    then fires once, as systemd's OnFailure= does for such a start."""
+    monkeypatch.setattr(units_main, "HANDSHAKE_TIMEOUT_S", 2.0)  # the alarm outlasts it
+    said = tmp_path / "said"
+    notifier = f'sleep 3; echo "$FLEET_UNIT $FLEET_RESULT" >> {said}'
+    sup = PortableSupervisor(
+        LocalTransport("local"), worker="local", master="me", state_dir=str(state_dir),
+        python=sys.executable, notifier=notifier,
+    )  # fmt: skip
+    began = time.monotonic()
+    failed = sup.start(14, ["true"], env=UNIT_ENV, max_run_s=60, cwd=str(tmp_path / "gone"))
+    assert failed.code is ClaimCode.SUPERVISOR_FAILED, failed.detail
+    assert time.monotonic() - began < 2.0  # the claim did not wait for the alarm
+    assert sup.probe() == ()
+    assert wait_for(lambda: said.exists(), 10)
+    time.sleep(0.5)
+    assert said.read_text() == "task-14 exec-failed\n"
 
 
 def test_unit_gets_only_its_own_environment(state_dir: Path, tmp_path: Path) -> None:

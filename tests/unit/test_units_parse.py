@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fleet.units
-from fleet.transport import RunResult
+from fleet.transport import LocalTransport, RunResult
 from fleet.units import (
     ClaimCode,
     SupervisorError,
@@ -348,9 +348,38 @@ def test_systemd_claims_of_one_master_share_commands_that_fit_one_argument() -> 
     assert len(commands) > 1  # ~2 KiB a claim: 119 claims do not fit one command
     assert [s for _, chunk in commands for s in chunk] == starts  # every claim, once, in order
     for command, chunk in commands:
-        assert len(command) <= systemd.MAX_COMMAND_BYTES
+        assert len(command.encode()) <= systemd.MAX_COMMAND_BYTES
         calls = [shlex.split(line)[1] for line in command.split("\n")[1:]]
         assert calls == [str(s.issue) for s in chunk]
+
+
+def test_systemd_claim_commands_fit_the_kernels_limit_in_bytes_not_characters() -> None:
+    """MAX_ARG_STRLEN counts bytes: a path in CJK is three bytes a character."""
+    starts = [UnitStart(n, ("agent", "工作" * 700), {"PATH": "/usr/bin"}, 60) for n in range(1, 60)]
+    commands = systemd.build_starts_commands(starts)
+    assert [s for _, chunk in commands for s in chunk] == starts
+    assert all(len(command.encode()) <= systemd.MAX_COMMAND_BYTES for command, _ in commands)
+
+
+def test_a_batch_whose_later_command_cannot_run_keeps_the_answers_it_had(tmp_path) -> None:
+    """The first command launches its claims; the next cannot even be started (an argument over
+    the kernel's limit: E2BIG); the one after is never sent. Launched stays launched, the failed
+    command's claims are unknown (None: they may have begun), the unsent ones were not tried."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "systemd-run").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "systemd-run").chmod(0o755)
+    sup = systemd.SystemdSupervisor(
+        LocalTransport("here", path_prefix=[str(bin_dir)]), worker="here", master="me"
+    )
+    small = [UnitStart(n, ("agent",), ENV, 60) for n in (1, 2)]
+    huge = UnitStart(3, ("agent", "x" * 200_000), ENV, 60)  # its own command, past MAX_ARG_STRLEN
+    last = UnitStart(4, ("agent",), ENV, 60)
+    claims = sup.start_many([*small, huge, last])
+    assert [c.code if c else None for c in claims] == [
+        ClaimCode.LAUNCHED, ClaimCode.LAUNCHED, None, ClaimCode.SUPERVISOR_FAILED,
+    ]  # fmt: skip
+    assert claims[3] is not None and "not tried" in claims[3].detail
 
 
 @pytest.mark.parametrize(
