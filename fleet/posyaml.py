@@ -11,7 +11,10 @@ The values follow YAML 1.2's core schema, as a round-trip ruamel.yaml loader rea
 inventory's edits still go through ruamel, ``fleet.inventory.add_worker``): ``yes``, ``no``,
 ``on`` and ``off`` are strings, ``017`` is seventeen, ``0o17`` is octal. Merge keys (``<<: *x``)
 are merged; a merged key has no position of its own, so it points at the mapping it was merged
-into. A key written twice in one mapping is an error at its second place.
+into. A key written twice in one mapping is an error at its second place, and so is an anchor
+name defined twice. What a YAML 1.1 parser would read otherwise is refused where it stands: a
+``%YAML`` directive other than 1.2, and the characters NEL, LS and PS, which 1.1 reads as line
+breaks (a comment would end there) and 1.2 as text; so is any control character.
 """
 
 from __future__ import annotations
@@ -127,21 +130,65 @@ else:
             _Resolver.__init__(self)
 
 
+# Characters a YAML 1.2 document may not hold (outside its printable set), and the three that
+# YAML 1.1's parsers (libyaml, PyYAML) read as line breaks where 1.2 reads them as text: a comment
+# would end at one and the rest of it become configuration. Both are refused where they stand.
+_UNPRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+_BREAKS_1_1 = re.compile("[\x85\u2028\u2029]")
+# A %YAML directive at a line's start: only 1.2 is read as 1.2 (a 1.1 document means other values).
+_DIRECTIVE = re.compile(r"^%YAML[ \t]+(\S*)", re.MULTILINE)
+
+
+def _where(text: str, index: int) -> Position:
+    line = text.count("\n", 0, index)
+    return line, index - (text.rfind("\n", 0, index) + 1)
+
+
+def _refuse_what_1_1_reads_otherwise(text: str) -> None:
+    bad = _UNPRINTABLE.search(text)
+    if bad is not None:
+        raise YAMLFault(_where(text, bad.start()), f"a control character {bad.group()!r}")
+    brk = _BREAKS_1_1.search(text)
+    if brk is not None:
+        raise YAMLFault(
+            _where(text, brk.start()),
+            f"{brk.group()!r} is a line break to YAML 1.1 and text to 1.2: use a plain newline",
+        )
+    for directive in _DIRECTIVE.finditer(text):
+        if directive.group(1) != "1.2":
+            raise YAMLFault(
+                _where(text, directive.start()),
+                f"%YAML {directive.group(1)}: this file is read as YAML 1.2 only",
+            )
+
+
+def _said(exc: yaml.MarkedYAMLError) -> str:
+    """The parser's words, with where its context began when that is another place."""
+    context, mark, problem = exc.context, exc.context_mark, exc.problem
+    if context and mark is not None and mark is not exc.problem_mark:
+        context = f"{context} (at {mark.line + 1}:{mark.column + 1})"
+    return ", ".join(part for part in (context, problem) if part) or "malformed YAML"
+
+
 def load(text: str) -> Any:
     """The one document in ``text`` as :class:`Map`, :class:`Seq` and scalars (``None`` for an
     empty one). Raises :class:`YAMLFault` with the problem's position."""
-    composer = _Composer(text)
+    _refuse_what_1_1_reads_otherwise(text)
+    composer = None
     try:
+        composer = _Composer(text)
         node = composer.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         pos = (mark.line, mark.column) if mark is not None else (0, 0)
-        said = ", ".join(part for part in (exc.context, exc.problem) if part)
-        raise YAMLFault(pos, said or "malformed YAML") from None
+        raise YAMLFault(pos, _said(exc)) from None
     except yaml.YAMLError as exc:
         raise YAMLFault((0, 0), str(exc)) from None
     finally:
-        composer.dispose()
+        if composer is not None:
+            composer.dispose()
     return None if node is None else _Builder().value(node)
 
 

@@ -179,6 +179,14 @@ def test_merged_keys_yield_to_the_mapping_and_have_no_place_of_their_own() -> No
         ("a: !!int x\n", (0, 3), "cannot read 'x'"),
         ("? [k]\n: 1\n", (0, 2), "key must be a scalar"),
         ("a: 1\n---\nb: 2\n", (1, 0), "single document"),
+        # what a YAML 1.1 parser would read otherwise, refused where it stands
+        ("a: 1\nb: \x07\n", (1, 3), "control character"),
+        ("a: \u00e9\u00e9\U0001f600\nb: \x1b\n", (1, 3), "control character"),
+        ("lock:\n  path: l  # was:\u2028  wait_s: 99\n", (1, 17), "line break to YAML 1.1"),
+        ("a: b\x85c\n", (0, 4), "line break to YAML 1.1"),
+        ("a: 1\n# \u2029\n", (1, 2), "line break to YAML 1.1"),
+        ("%YAML 1.1\n---\na: yes\n", (0, 0), "read as YAML 1.2 only"),
+        ("a: &x 1\nb: &x 2\n", (1, 3), "duplicate anchor; first occurrence (at 1:4)"),
     ],
 )
 def test_a_document_it_refuses_is_refused_at_a_place(
@@ -187,6 +195,10 @@ def test_a_document_it_refuses_is_refused_at_a_place(
     with pytest.raises(posyaml.YAMLFault) as caught:
         posyaml.load(text)
     assert caught.value.pos == pos and words in caught.value.problem
+
+
+def test_a_yaml_1_2_directive_is_read() -> None:
+    assert posyaml.load("%YAML 1.2\n---\na: yes\n") == {"a": "yes"}
 
 
 def test_an_alias_to_its_own_anchor_ends() -> None:
@@ -215,6 +227,7 @@ def test_without_pyyaml_invokes_copy_reads_the_same(monkeypatch: pytest.MonkeyPa
     for text in DOCS.values():
         ours, theirs = pure.load(text), posyaml.load(text)
         assert ours == theirs and _places(ours) == _places(theirs)
-    with pytest.raises(pure.YAMLFault) as caught:
-        pure.load("a: 1\na: 2\n")
-    assert caught.value.pos == (1, 0)
+    for text, pos in (("a: 1\na: 2\n", (1, 0)), ("a: 1\n\x07b: 2\n", (1, 0))):
+        with pytest.raises(pure.YAMLFault) as caught:
+            pure.load(text)
+        assert caught.value.pos == pos
