@@ -31,12 +31,22 @@ def _text(data: bytes | None) -> str:
 
 def _end(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     """Kill the command's whole process group (its own session: a child it left behind could hold
-    a lock or a pipe) and collect what it printed before."""
+    a lock or a pipe) and collect what it printed before, waiting at most STREAM_CLOSE_WAIT_S."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    return proc.communicate()
+    try:
+        return proc.communicate(timeout=STREAM_CLOSE_WAIT_S)
+    except subprocess.TimeoutExpired:
+        # A descendant that left the group (setsid) still holds a pipe and would hold the return
+        # for as long as it lives: the pipes are closed on our side, the command itself reaped,
+        # and what it printed is given up (subprocess keeps a timed-out read to itself).
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
+        return b"", b""
 
 
 class _ProcessStream(LineStream):
@@ -47,8 +57,9 @@ class _ProcessStream(LineStream):
     def _recv(self, timeout: float) -> bytes:
         assert self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
+        poller = select.poll()  # not select: it refuses a descriptor numbered past 1024
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(max(timeout, 0) * 1000):
             raise TimeoutError(f"no output within {timeout:.3f}s")
         return os.read(fd, 65536)
 

@@ -32,7 +32,7 @@ def _exec(chan: paramiko.Channel, command: str, timeout: float | None) -> RunRes
     A bare channel, not ``fabric.Connection.run``: invoke's runner waits in 10 ms sleeps and reader
     threads, ~10 ms per command on an open connection against ~3 ms for this (docs/performance.md),
     and a claim under the fleet lock pays it on every round trip. The streams are read as they
-    arrive (``select`` on the channel), so a command that fills one cannot block on the other.
+    arrive (``poll`` on the channel), so a command that fills one cannot block on the other.
     Raises ``TimeoutError(message, partial RunResult)`` past ``timeout``."""
     deadline = None if timeout is None else time.monotonic() + timeout
     out, err = bytearray(), bytearray()
@@ -55,9 +55,14 @@ def _exec(chan: paramiko.Channel, command: str, timeout: float | None) -> RunRes
             err.extend(chan.recv_stderr(65536))
 
     chan.exec_command(command)
+    # poll, not select: select refuses a descriptor numbered past 1024, and a dispatcher probing
+    # hundreds of workers at once holds more than that (each channel's wake-up is a pipe).
+    poller = select.poll()
+    poller.register(chan.fileno(), select.POLLIN)
     while not (chan.eof_received or chan.closed):
         drain()
-        select.select([chan], [], [], left())
+        remaining = left()
+        poller.poll(None if remaining is None else remaining * 1000)
     drain()  # what arrived before the EOF
     # The exit status follows the EOF on the wire; a channel closed without one sets the same
     # event, its status left at -1.

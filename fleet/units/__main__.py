@@ -165,12 +165,13 @@ def _read_line(fd: int, timeout_s: float) -> str | None:
     """Read up to the first newline or EOF; None on timeout."""
     deadline = time.monotonic() + timeout_s
     buf = b""
+    poller = select.poll()  # not select: a dispatcher's descriptors can number past 1024
+    poller.register(fd, select.POLLIN)
     while b"\n" not in buf:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
+        if not poller.poll(remaining * 1000):
             continue
         chunk = os.read(fd, 65536)
         if not chunk:

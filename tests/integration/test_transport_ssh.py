@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import resource
 import shlex
 import socket
 import subprocess
@@ -251,3 +252,19 @@ def test_threads_share_one_connection(sshd: Sshd) -> None:
         t.close()
     assert [out for out, _ in seen] == [f"{i}\n" for i in range(8)]
     assert len({id(sock) for _, sock in seen}) == 1
+
+
+def test_a_run_works_with_descriptors_numbered_past_1024(ssh: SSHTransport) -> None:
+    """A dispatcher probing hundreds of workers at once holds over 1,024 descriptors; each
+    channel's wake-up pipe then numbers past what select() takes (it raised ValueError)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit on open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert ssh.run("echo ok").stdout == "ok\n"
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ from fleet.transport import (
     reach_token,
     transport_for,
 )
+from fleet.transport.base import STREAM_CLOSE_WAIT_S
 
 SHELLS = ["bash", "sh"]  # bash is invoke's shell; sh (dash on Debian) is a worker's plain shell
 
@@ -269,6 +271,19 @@ def test_local_transport_timeout_ends_what_the_command_started_too() -> None:
     while time.monotonic() < deadline and Path(f"/proc/{child}").exists():
         time.sleep(0.02)
     assert not Path(f"/proc/{child}").exists()
+
+
+def test_local_transport_timeout_returns_although_an_escaped_child_holds_its_output(
+    tmp_path: Path,
+) -> None:
+    """A child that left the command's group (setsid) keeps the pipe open; the timeout still
+    returns within the close wait, not when that child ends."""
+    pid_file = tmp_path / "escaped.pid"
+    began = time.monotonic()
+    with pytest.raises(CommandTimeout):
+        LocalTransport("here").run(f"setsid sleep 30 & echo $! > {pid_file}; wait", timeout=0.5)
+    assert time.monotonic() - began < 0.5 + STREAM_CLOSE_WAIT_S + 2
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the escaped child is ours to end
 
 
 def test_probe_reach_through_the_local_transport(tmp_path: Path) -> None:
