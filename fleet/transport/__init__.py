@@ -1,7 +1,7 @@
 """Run a command on a worker: locally as a ``bash -c`` child (``local``), remotely on a session
-channel of one ``fabric.Connection`` (``ssh``), behind one small Protocol (``base``). Every command sent is a shell
-string whose values were quoted by its builder (``shell``); the transport prepends the PATH repair
-of pre-flight check 0 (D3).
+channel of one ``fabric.Connection`` (``ssh``), behind one small Protocol (``base``). Every
+command sent is a shell string whose values were quoted by its builder (``shell``); the transport
+prepends the PATH repair of pre-flight check 0 (D3).
 
 ``SSHTransport`` is loaded on first use: a command on the embedded default never imports fabric or
 paramiko (their import is most of a cold command's start-up).
