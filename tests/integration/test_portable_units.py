@@ -336,6 +336,7 @@ def test_exec_failure_is_a_supervisor_failure_and_frees_the_name(state_dir: Path
     assert sup.start(13, ["sleep", "5"], env=UNIT_ENV, max_run_s=60).launched
 
 
+@pytest.mark.slow  # it waits out the alarm, ~3.5 s
 def test_a_failed_start_answers_at_once_and_its_alarm_fires_once_afterwards(
     state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
