@@ -61,18 +61,30 @@ def base_args(binary: str, profile: str) -> list[str]:
 def end_group(pid: int) -> None:
     """End what is left of a browser started in its own session (``start_new_session``): Chromium's
     helpers (the crash handler, the zygote) can outlive its main process and go on writing into the
-    profile. Waits, bounded, until none of the group is left."""
+    profile. Waits, bounded, until none of the group still runs (a killed helper that only waits
+    for init to reap it writes nothing)."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + HELPERS_GONE_S
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return
+    while time.monotonic() < deadline and _group_runs(pid):
         time.sleep(REMOVE_PAUSE_S)
+
+
+def _group_runs(pgid: int) -> bool:
+    """Does any process of group ``pgid`` still run (present in /proc and not a zombie)?"""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while we looked
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def remove_profile(path: str) -> None:
