@@ -118,11 +118,8 @@ def _run_unit(
     """We hold the name: launch, watch, collect. Exiting releases the lock: the unit is collected."""
     log_fd = _take_over(paths)
     wake = _Wake()
-    launched = _launch(paths, issue, spec, handshake, log_fd)
-    if launched is None:
-        # As systemd does with a unit whose exec failed: the name is free at once (closing the
-        # descriptor drops our record lock), then the on-failure alarm fires, once.
-        os.close(lock_fd)
+    launched = _launch(paths, issue, spec, handshake, log_fd, lock_fd)
+    if launched is None:  # the name is free already; its on-failure alarm fires, once
         if spec.get("on_failure"):
             _notify(spec, issue, {"result": "exec-failed", "exit_code": None, "signal": None})
         return 1
@@ -168,10 +165,16 @@ class _Wake:
 
 
 def _launch(
-    paths: Paths, issue: int, spec: dict[str, Any], handshake: _Handshake, log_fd: int
+    paths: Paths,
+    issue: int,
+    spec: dict[str, Any],
+    handshake: _Handshake,
+    log_fd: int,
+    lock_fd: int,
 ) -> tuple[subprocess.Popen[bytes], UnitRecord] | None:
     """Start the main process and answer the handshake; None when the exec failed (Type=exec: a
-    failed exec is a failed start, reported as such)."""
+    failed exec is a failed start, reported as such). As systemd does with a unit whose exec
+    failed, the name is free before the answer: a claim that hears "failed" finds it free."""
     record = UnitRecord(issue, supervisor_pid=os.getpid(), max_run_s=spec["max_run_s"])
     write_json(paths.state, record.to_json())
     start_us = time.monotonic_ns() // 1000
@@ -184,6 +187,7 @@ def _launch(
         )  # fmt: skip
     except OSError as exc:
         os.unlink(paths.state)
+        os.close(lock_fd)  # closing the descriptor drops our record lock: the name is free
         handshake.send("failed", None, f"exec {spec['argv'][0]!r} failed: {exc}")
         return None
     record = record._replace(state="active", pid=main.pid, start_us=start_us, started_at=started_at)

@@ -355,9 +355,13 @@ def test_a_failed_start_answers_at_once_and_its_alarm_fires_once_afterwards(
     assert failed.code is ClaimCode.SUPERVISOR_FAILED, failed.detail
     assert time.monotonic() - began < 2.0  # the claim did not wait for the alarm
     assert sup.probe() == ()
+    # While the alarm still runs, the name is free: the next claim of the issue launches.
+    again = sup.start(14, ["sleep", "30"], env=UNIT_ENV, max_run_s=60)
+    assert again.launched and not said.exists(), again.detail
     assert wait_for(lambda: said.exists(), 10)
     time.sleep(0.5)
-    assert said.read_text() == "task-14 exec-failed\n"
+    assert said.read_text() == "task-14 exec-failed\n"  # once, and only for the failed start
+    assert sup.stop(14, timeout_s=1).stopped
 
 
 def test_unit_gets_only_its_own_environment(state_dir: Path, tmp_path: Path) -> None:
