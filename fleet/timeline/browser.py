@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from fleet.units.procs import group_runs
+
 NAMES = ("chromium", "chromium-browser")
 DEBIAN_PACKAGE = "chromium"
 # A 2,000-run page's PNG took 3.2 s on a 2-core box at load 4.9 (bench/timeline_bench.py); a cold
@@ -68,23 +70,8 @@ def end_group(pid: int) -> None:
     except ProcessLookupError:
         return
     deadline = time.monotonic() + HELPERS_GONE_S
-    while time.monotonic() < deadline and _group_runs(pid):
+    while time.monotonic() < deadline and group_runs(pid):
         time.sleep(REMOVE_PAUSE_S)
-
-
-def _group_runs(pgid: int) -> bool:
-    """Does any process of group ``pgid`` still run (present in /proc and not a zombie)?"""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # it ended while we looked
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
 
 
 def remove_profile(path: str) -> None:

@@ -103,8 +103,9 @@ def die_with_parent(sig: int, parent: int) -> Callable[[], None]:
     return in_child
 
 
-def _stat_fields(pid: int) -> tuple[int, str, int] | None:
-    """(ppid, state letter, starttime in clock ticks) from /proc/<pid>/stat, or None if gone."""
+def _stat_fields(pid: int) -> tuple[int, str, int, int] | None:
+    """(ppid, state letter, starttime in clock ticks, process group) from /proc/<pid>/stat, or
+    None if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             raw = handle.read().decode("ascii", "replace")
@@ -113,7 +114,7 @@ def _stat_fields(pid: int) -> tuple[int, str, int] | None:
     rest = raw[raw.rfind(")") + 2 :].split()  # comm may hold spaces and parens
     if len(rest) < 20:
         return None
-    return int(rest[1]), rest[0], int(rest[19])
+    return int(rest[1]), rest[0], int(rest[19]), int(rest[2])
 
 
 def process_table() -> dict[int, tuple[int, str]]:
@@ -149,6 +150,15 @@ def alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
     fields = _stat_fields(pid)
     return fields is not None and fields[1] not in ("Z", "X")
+
+
+def group_runs(pgid: int) -> bool:
+    """Does any process of group ``pgid`` still run (a zombie awaiting its reaper does not)?"""
+    for entry in os.listdir("/proc"):
+        fields = _stat_fields(int(entry)) if entry.isdigit() else None
+        if fields is not None and fields[3] == pgid and fields[1] not in ("Z", "X"):
+            return True
+    return False
 
 
 def start_us_of(pid: int) -> int:

@@ -35,6 +35,7 @@ from fleet.transport import (
     transport_for,
 )
 from fleet.transport import local as local_transport
+from fleet.units.procs import alive
 
 SHELLS = ["bash", "sh"]  # bash is invoke's shell; sh (dash on Debian) is a worker's plain shell
 
@@ -268,18 +269,9 @@ def test_local_transport_timeout_ends_what_the_command_started_too() -> None:
     assert caught.value.partial is not None
     child = int(caught.value.partial.stdout.split()[0])
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _running(child):
+    while time.monotonic() < deadline and alive(child):
         time.sleep(0.02)
-    assert not _running(child)
-
-
-def _running(pid: int) -> bool:
-    """Still running: present and not a zombie waiting for init to reap it."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    assert not alive(child)
 
 
 def test_local_transport_timeout_returns_although_an_escaped_child_holds_its_output(

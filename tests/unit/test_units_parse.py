@@ -294,7 +294,7 @@ def test_systemd_start_command_is_the_d3_invocation_then_a_state_read() -> None:
 
 # Stand-ins for the two systemd commands the claim function calls, to drive its shell branches on
 # this box (systemd itself answers in tests/docker/test_supervisor_contract.py): systemd-run logs
-# each call and answers with $ANSWER's words and exit 1 until $ANSWERS_LEFT calls have been made;
+# each call and answers with $ANSWER's words and exit 1 for its first $REFUSALS calls, then 0;
 # systemctl says the unit is gone.
 SYSTEMD_RUN_STUB = """#!/bin/sh
 echo call >> "$CALLS"
